@@ -15,6 +15,9 @@ Backends (``method=``):
   ``(a, b) ∘ (a', b') = (a'·a, a'·b + b')``, as in the LRU appendix and the RotRNN code.
 * ``"chunked"``     — a sequential scan inside chunks of length ``T`` (all chunks at once),
   a short sequential scan over the chunk ends, then one fix-up multiply.
+* ``"pallas"``      — a Pallas kernel (``lrnn.scan_pallas``): chunked over time with the state
+  in registers, reading ``b`` and writing ``x`` once. Compiled with Triton on a GPU, run in
+  Pallas interpret mode (slow, for testing) elsewhere.
 * ``"auto"``        — the fastest correct choice for the backend and size (see ``describe``).
 
 Every method is differentiated by the same custom VJP: the adjoint of a linear recurrence is
@@ -32,7 +35,7 @@ from jax import lax
 
 from ._validate import fail, require_choice, require_ndim_at_least
 
-METHODS = ("auto", "sequential", "associative", "chunked")
+METHODS = ("auto", "sequential", "associative", "chunked", "pallas")
 
 # Extra backends register here (e.g. the Pallas kernel): name -> forward(a, b, reverse) -> x.
 _EXTRA_BACKENDS: dict = {}
@@ -45,7 +48,7 @@ def register_backend(name: str, forward, *, available=lambda: True):
 
 
 def available_methods() -> tuple[str, ...]:
-    return METHODS + tuple(_EXTRA_BACKENDS)
+    return METHODS + tuple(name for name in _EXTRA_BACKENDS if name not in METHODS)
 
 
 # ----------------------------------------------------------------------------------------
@@ -141,22 +144,46 @@ def _forward(method, a, b, reverse):
 # Choosing a method
 # ----------------------------------------------------------------------------------------
 
+def _pallas_auto(backend):
+    """(use it?, why) for the Pallas kernel; imports Pallas only on a GPU backend."""
+    if backend != "gpu":
+        return False, ('"pallas" would run in Pallas interpret mode here (correct but slow: '
+                       "it exists so that CI can test the kernel)")
+    from .scan_pallas import auto_ok
+    return auto_ok(backend)
+
+
 def choose_method(b_shape, *, time_invariant: bool = True, backend: str | None = None) -> str:
     """What ``method="auto"`` runs for ``b`` of this shape on this backend.
 
-    The thresholds come from ``python -m lrnn.bench scan`` (README, Performance)."""
+    * GPU of compute capability >= 8.0: ``"pallas"``.
+    * Other GPUs (Colab's T4): ``"associative"`` for short sequences, ``"chunked"`` otherwise.
+    * CPU: ``"sequential"`` up to ``CPU_SEQUENTIAL_MAX_LENGTH`` steps, ``"chunked"`` beyond.
+
+    The CPU thresholds come from ``python -m lrnn.bench scan`` (``book/data/bench_scan_cpu.json``);
+    the GPU fallbacks are not measured yet."""
     backend = backend or jax.default_backend()
     length = b_shape[-2]
     for name, (_, available) in _EXTRA_BACKENDS.items():
         if getattr(available, "auto", False) and available(b_shape, time_invariant, backend):
             return name
+    if backend == "gpu" and _pallas_auto(backend)[0]:
+        return "pallas"
     if backend == "cpu":
-        return "sequential" if length <= 64 else "chunked"
+        return "sequential" if length <= CPU_SEQUENTIAL_MAX_LENGTH else "chunked"
     return "associative" if length <= 256 else "chunked"
 
 
+#: On a CPU, "sequential" up to this length and "chunked" beyond (see ``choose_method``).
+CPU_SEQUENTIAL_MAX_LENGTH = 64
+
+
 def describe(b_shape=(8, 4096, 256), *, time_invariant: bool = True) -> str:
-    """One line saying which method ``"auto"`` uses for this shape here, and why."""
+    """Say which method ``"auto"`` uses for ``b`` of this shape here, and why.
+
+    Includes why the Pallas kernel is or is not used: it is chosen only on a GPU of CUDA
+    compute capability >= 8.0 (A100, H100, ...); on Colab's T4 (7.5) and on CPUs a fallback
+    is chosen."""
     backend = jax.default_backend()
     devices = ", ".join(d.device_kind for d in jax.devices())
     method = choose_method(b_shape, time_invariant=time_invariant, backend=backend)
@@ -166,8 +193,13 @@ def describe(b_shape=(8, 4096, 256), *, time_invariant: bool = True) -> str:
                    "extra passes over memory as in the associative scan",
         "associative": "short sequences on an accelerator: log L fully parallel levels",
     }
-    reason = reasons.get(method, getattr(_EXTRA_BACKENDS.get(method, (None, None))[1],
-                                         "reason", "registered fast backend"))
+    use_pallas, pallas_reason = _pallas_auto(backend)
+    if method == "pallas":
+        reason = pallas_reason
+    else:
+        reason = reasons.get(method, getattr(_EXTRA_BACKENDS.get(method, (None, None))[1],
+                                             "reason", "registered fast backend"))
+        reason += f'; not "pallas", because {pallas_reason}'
     return (f'method="auto" on backend {backend!r} ({devices}) for b of shape '
             f"{tuple(b_shape)}: {method!r}, because {reason}.")
 
@@ -310,3 +342,15 @@ def rotation_scan(gamma, theta, b, *, reverse: bool = False, method: str = "auto
     lam = gamma * jnp.exp(1j * theta)
     z = linear_scan(lam, pairs_to_complex(b), reverse=reverse, method=method)
     return complex_to_pairs(z).astype(jnp.result_type(b.dtype, gamma.dtype, theta.dtype))
+
+
+# ----------------------------------------------------------------------------------------
+# The Pallas kernel (lrnn.scan_pallas), imported on first use.
+# ----------------------------------------------------------------------------------------
+
+def _pallas_forward(a, b, reverse):
+    from .scan_pallas import forward
+    return forward(a, b, reverse)
+
+
+register_backend("pallas", _pallas_forward)

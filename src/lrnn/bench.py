@@ -1,0 +1,459 @@
+"""Benchmarks: ``python -m lrnn.bench scan`` and ``python -m lrnn.bench layer``.
+
+    python -m lrnn.bench scan  [--device cpu|gpu] [--out FILE.json] [--lengths 1024,4096,16384]
+    python -m lrnn.bench layer [--device cpu|gpu] [--out FILE.json] [--d-model 256] ...
+
+``scan`` times every ``linear_scan`` method and the papers' code on complex64 inputs
+``(B, L, N)`` with a time-invariant λ (the LRU/RotRNN case):
+
+* ``paper: associative_scan`` — LRU appendix A: λ repeated for every step (``jnp.repeat``),
+  ``jax.lax.associative_scan`` with the diagonal operator, differentiated by JAX autodiff;
+* ``paper: lax.scan`` — a plain ``lax.scan`` loop, differentiated by autodiff.
+
+For each it reports compile time (lowering + XLA compilation, separately), forward time and
+forward+backward time (a ``jax.vjp`` with a fixed cotangent: the cost of one training step of
+the scan), both the best and the median of ``--repeats`` runs after a warm-up call; elements
+per second; GB/s counting the bytes that must move (``b`` read and ``x`` written, plus ``a``
+when it is time-varying) and that rate as a fraction of a device-to-device copy measured in the
+same run; and memory.
+
+Memory ("peak") is XLA's static buffer assignment of the compiled executable
+(``jax.jit(f).lower(...).compile().memory_analysis()``): ``argument + output + temp − alias``
+bytes, i.e. everything the executable holds at once at most. It is exact for what XLA
+allocates and needs no run; it does not include the allocator's fragmentation. XLA's own
+``peak_memory_in_bytes`` is stored beside it.
+
+``--device gpu`` adds the shapes of the GPU issue ((16, 16384, 256), (1, 65536, 64),
+(32, 1024, 512)) and the ``pallas`` method; on a CPU ``pallas`` would run in interpret mode,
+which measures the interpreter, not the kernel, so it is left out there.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import math
+import platform
+import statistics
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from . import scan as _scan_mod
+from .scan import binary_operator, choose_method, linear_scan
+
+CPU_SHAPES = [(8, 1024, 256), (8, 4096, 256), (8, 16384, 256)]
+GPU_EXTRA_SHAPES = [(16, 16384, 256), (1, 65536, 64), (32, 1024, 512)]
+
+
+# ----------------------------------------------------------------------------------------
+# The papers' code, as written there (LRU appendix A: repeat λ, associative_scan, autodiff).
+# ----------------------------------------------------------------------------------------
+
+def paper_associative_scan(lam, bu, reverse=False):
+    """LRU appendix A lines 19–22, batched: λ repeated per step, differentiated by autodiff."""
+    lam_elements = jnp.broadcast_to(jnp.repeat(lam[None, :], bu.shape[-2], axis=0), bu.shape)
+    _, x = lax.associative_scan(binary_operator, (lam_elements, bu), reverse=reverse,
+                                axis=bu.ndim - 2)
+    return x
+
+
+def paper_lax_scan(lam, bu, reverse=False):
+    """A plain ``lax.scan`` over time, differentiated by autodiff (it stores every state)."""
+    def step(x, b_k):
+        x = lam * x + b_k
+        return x, x
+    _, x = lax.scan(step, jnp.zeros(bu.shape[:-2] + bu.shape[-1:], bu.dtype),
+                    jnp.moveaxis(bu, -2, 0), reverse=reverse)
+    return jnp.moveaxis(x, 0, -2)
+
+
+def scan_rows(device_kind: str):
+    """(label, method or None, function(lam, bu)) for every row of the scan table."""
+    methods = ["sequential", "associative", "chunked", "auto"]
+    if device_kind == "gpu":
+        methods.insert(3, "pallas")
+    rows = [(m, m, (lambda m: lambda lam, bu: linear_scan(lam, bu, method=m))(m))
+            for m in methods]
+    rows.append(("paper: associative_scan", None, paper_associative_scan))
+    rows.append(("paper: lax.scan", None, paper_lax_scan))
+    return rows
+
+
+# ----------------------------------------------------------------------------------------
+# Measuring
+# ----------------------------------------------------------------------------------------
+
+def _block(tree):
+    for leaf in jax.tree_util.tree_leaves(tree):
+        leaf.block_until_ready()
+    return tree
+
+
+def compile_and_memory(fn, *args):
+    """Compile ``jax.jit(fn)`` for ``args``: returns (compiled, seconds, memory dict)."""
+    t0 = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    seconds = time.perf_counter() - t0
+    m = compiled.memory_analysis()
+    memory = None
+    if m is not None:
+        memory = {
+            "argument_bytes": int(m.argument_size_in_bytes),
+            "output_bytes": int(m.output_size_in_bytes),
+            "temp_bytes": int(m.temp_size_in_bytes),
+            "alias_bytes": int(m.alias_size_in_bytes),
+            "peak_bytes": int(m.argument_size_in_bytes + m.output_size_in_bytes
+                              + m.temp_size_in_bytes - m.alias_size_in_bytes),
+            "xla_peak_memory_bytes": int(getattr(m, "peak_memory_in_bytes", -1)),
+        }
+    return compiled, seconds, memory
+
+
+def time_call(compiled, *args, repeats: int):
+    """Best and median wall time of ``repeats`` calls after one warm-up call."""
+    _block(compiled(*args))
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        _block(compiled(*args))
+        times.append(time.perf_counter() - t0)
+    return min(times), statistics.median(times)
+
+
+def copy_bandwidth(device, nbytes: int = 1 << 28, repeats: int = 5) -> float:
+    """Device-to-device copy rate in GB/s (bytes read + bytes written per second)."""
+    n = nbytes // 4
+    x = jax.device_put(jnp.arange(n, dtype=jnp.float32), device)
+    copy = jax.jit(lambda v: v + 0.0).lower(x).compile()    # one read, one write per element
+    best, _ = time_call(copy, x, repeats=repeats)
+    return 2 * n * 4 / best / 1e9
+
+
+def make_inputs(shape, device, seed=0):
+    """λ on the LRU ring (|λ| in [0.9, 0.999]) and unit complex Gaussian inputs, complex64."""
+    b_, length, n = shape
+    key_r, key_t, key_b = jax.random.split(jax.random.PRNGKey(seed), 3)
+    r = jax.random.uniform(key_r, (n,), minval=0.9, maxval=0.999)
+    theta = jax.random.uniform(key_t, (n,), maxval=2 * math.pi)
+    lam = (r * jnp.exp(1j * theta)).astype(jnp.complex64)
+    parts = jax.random.normal(key_b, (2, b_, length, n), jnp.float32)
+    bu = lax.complex(parts[0], parts[1]) / math.sqrt(2)
+    return jax.device_put(lam, device), jax.device_put(bu, device)
+
+
+def time_interleaved(calls, *, repeats: int):
+    """Best and median wall time of each ``(compiled, args)`` in ``calls``, timed round-robin
+    (one call of each per round, after a warm-up round) so that a change in the machine's load
+    during the run hits every row alike."""
+    for compiled, args in calls:
+        _block(compiled(*args))
+    times = [[] for _ in calls]
+    for _ in range(repeats):
+        for i, (compiled, args) in enumerate(calls):
+            t0 = time.perf_counter()
+            _block(compiled(*args))
+            times[i].append(time.perf_counter() - t0)
+    return [(min(t), statistics.median(t)) for t in times]
+
+
+def bench_scan_shape(shape, rows, device, *, repeats, copy_gbps, backward=True):
+    lam, bu = make_inputs(shape, device)
+    g = jax.device_put(jnp.conj(bu) * 0.5, device)            # a fixed cotangent
+    elements = math.prod(shape)
+    moved = 2 * elements * bu.dtype.itemsize                   # read b, write x
+    results, fwd, fwdbwd = [], [], []
+    reference = None
+    for label, method, fn in rows:
+        row = {"shape": list(shape), "dtype": "complex64", "a": "time-invariant (N,)",
+               "label": label, "method": method}
+        if method == "auto":
+            row["auto_picks"] = choose_method(shape, backend=device.platform)
+        compiled, row["compile_fwd_s"], row["memory_fwd"] = compile_and_memory(fn, lam, bu)
+        x = compiled(lam, bu)
+        if reference is None:
+            reference = x
+        scale = float(jnp.max(jnp.abs(reference)))
+        row["max_abs_err_vs_first_row"] = float(jnp.max(jnp.abs(x - reference))) / scale
+        del x
+        fwd.append((compiled, (lam, bu)))
+        if backward:
+            def fwd_bwd(lam, bu, g, fn=fn):
+                _, vjp = jax.vjp(fn, lam, bu)
+                return vjp(g)
+            compiled, row["compile_fwdbwd_s"], row["memory_fwdbwd"] = \
+                compile_and_memory(fwd_bwd, lam, bu, g)
+            fwdbwd.append((compiled, (lam, bu, g)))
+        results.append(row)
+    del reference
+    for row, (best, median) in zip(results, time_interleaved(fwd, repeats=repeats)):
+        row["fwd_s"], row["fwd_median_s"] = best, median
+        row["elements_per_s"] = elements / best
+        row["fwd_GBps"] = moved / best / 1e9
+        row["fwd_copy_fraction"] = row["fwd_GBps"] / copy_gbps
+    del fwd
+    if backward:
+        for row, (best, median) in zip(results, time_interleaved(fwdbwd, repeats=repeats)):
+            row["fwdbwd_s"], row["fwdbwd_median_s"] = best, median
+    for row in results:
+        print(_format_row(row), flush=True)
+    return results
+
+
+def _format_row(row):
+    mem = lambda d: f"{d['peak_bytes'] / 2**20:9.1f}" if d else "      n/a"   # noqa: E731
+    label = row["label"] + (f" → {row['auto_picks']}" if "auto_picks" in row else "")
+    fb = f"{row['fwdbwd_s'] * 1e3:10.2f}" if "fwdbwd_s" in row else "       n/a"
+    fbmem = mem(row.get("memory_fwdbwd"))
+    return (f"{str(tuple(row['shape'])):>18} {label:<26} {row['compile_fwd_s']:7.2f} "
+            f"{row['fwd_s'] * 1e3:10.2f} {fb} {row['elements_per_s'] / 1e9:8.3f} "
+            f"{row['fwd_GBps']:7.2f} {row['fwd_copy_fraction']:6.2f} {mem(row['memory_fwd'])} "
+            f"{fbmem}")
+
+
+HEADER = (f"{'shape (B,L,N)':>18} {'method':<26} {'compile':>7} {'fwd ms':>10} {'fwd+bwd ms':>10} "
+          f"{'Gelem/s':>8} {'GB/s':>7} {'copy%':>6} {'fwd MiB':>9} {'f+b MiB':>9}")
+
+
+def scan_checks(results):
+    """Issue 2's criteria, evaluated on the measurements."""
+    checks = []
+    for shape in sorted({tuple(r["shape"]) for r in results}):
+        rows = [r for r in results if tuple(r["shape"]) == shape]
+        methods = [r for r in rows if r["method"] not in (None, "auto")]
+        auto = next((r for r in rows if r["method"] == "auto"), None)
+        paper = next((r for r in rows if r["label"] == "paper: associative_scan"), None)
+        entry = {"shape": list(shape)}
+        for key in ("fwd_s", "fwdbwd_s"):
+            if auto is None or key not in auto:
+                continue
+            fastest = min(methods, key=lambda r: r[key])
+            entry[f"{key}_fastest_method"] = fastest["method"]
+            entry[f"{key}_auto_over_fastest"] = auto[key] / fastest[key]
+            entry[f"{key}_auto_within_10pct"] = auto[key] <= 1.10 * fastest[key]
+        if auto is not None and paper is not None and auto.get("memory_fwdbwd") \
+                and paper.get("memory_fwdbwd"):
+            entry["fwdbwd_peak_auto_bytes"] = auto["memory_fwdbwd"]["peak_bytes"]
+            entry["fwdbwd_peak_paper_associative_bytes"] = paper["memory_fwdbwd"]["peak_bytes"]
+            entry["fwdbwd_memory_below_paper_associative"] = (
+                auto["memory_fwdbwd"]["peak_bytes"] < paper["memory_fwdbwd"]["peak_bytes"])
+        checks.append(entry)
+    return checks
+
+
+def device_info(device):
+    info = {"platform": device.platform, "device_kind": device.device_kind,
+            "jax": jax.__version__, "host": platform.node(), "machine": platform.machine(),
+            "processor": platform.processor() or platform.machine()}
+    cc = getattr(device, "compute_capability", None)
+    if cc is not None:
+        info["compute_capability"] = str(cc)
+    import os
+    info["cpu_count"] = os.cpu_count()
+    if hasattr(os, "getloadavg"):                # other work on the machine skews CPU timings
+        info["load_average_1_5_15min"] = [round(v, 2) for v in os.getloadavg()]
+    return info
+
+
+def run_scan(args):
+    device = _device(args.device)
+    shapes = ([tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+              if args.shapes else
+              [(args.batch, length, args.n) for length in args.lengths])
+    if args.device == "gpu" and not args.shapes:
+        shapes += GPU_EXTRA_SHAPES
+    rows = scan_rows(device.platform)
+    if args.methods:
+        keep = set(args.methods.split(","))
+        rows = [r for r in rows if r[0] in keep or (r[1] in keep)]
+    copy_gbps = copy_bandwidth(device, nbytes=args.copy_bytes)
+    print(f"device: {device.platform} ({device.device_kind}); copy bandwidth "
+          f"{copy_gbps:.1f} GB/s; times are the best of {args.repeats} after a warm-up")
+    print(HEADER)
+    results = []
+    with jax.default_device(device):
+        for shape in shapes:
+            results += bench_scan_shape(shape, rows, device, repeats=args.repeats,
+                                        copy_gbps=copy_gbps, backward=not args.no_backward)
+    out = {
+        "benchmark": "scan",
+        "command": "python -m lrnn.bench " + " ".join(args.argv),
+        "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "device": device_info(device),
+        "copy_bandwidth_GBps": copy_gbps,
+        "repeats": args.repeats,
+        "definitions": {
+            "fwd_s": "best wall time of `repeats` forward calls after a warm-up (median beside); "
+                     "the rows of one shape are timed round-robin",
+            "fwdbwd_s": "best wall time of jax.vjp(scan)(cotangent): forward + backward",
+            "compile_fwd_s": "jax.jit(f).lower(...).compile() wall time, forward",
+            "fwd_GBps": "2·B·L·N·8 bytes (b read, x written; complex64) / fwd_s",
+            "peak_bytes": "argument + output + temp - alias bytes of XLA's buffer assignment "
+                          "(compiled.memory_analysis())",
+            "max_abs_err_vs_first_row": "max |x - x_sequential| / max |x_sequential|",
+        },
+        "results": results,
+        "checks": scan_checks(results),
+    }
+    for c in out["checks"]:
+        print("check", json.dumps(c))
+    _write(out, args.out)
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# Layer benchmark: LRU and RotRNN forward+backward, auto versus the papers' associative scan.
+# ----------------------------------------------------------------------------------------
+
+class papers_scan:
+    """Context manager: inside it every ``linear_scan``/``rotation_scan`` runs as the papers'
+    code does (λ repeated per step, ``lax.associative_scan``, differentiated by autodiff
+    instead of ``lrnn``'s custom VJP). Used only to benchmark the layers against it."""
+
+    def __enter__(self):
+        self._saved = _scan_mod._scan
+
+        def _scan(a, b, reverse, method):
+            if a.ndim == 1:
+                return paper_associative_scan(a, b, reverse)
+            _, x = lax.associative_scan(binary_operator, (a, b), reverse=reverse,
+                                        axis=b.ndim - 2)
+            return x
+        _scan_mod._scan = _scan
+        return self
+
+    def __exit__(self, *exc):
+        _scan_mod._scan = self._saved
+        return False
+
+
+def run_layer(args):
+    import importlib
+    device = _device(args.device)
+    gpu = device.platform == "gpu"
+    d_model = args.d_model or (256 if gpu else 64)
+    d_state = args.d_state or (256 if gpu else 64)
+    batch = args.batch or (32 if gpu else 4)
+    length = args.length or (4096 if gpu else 1024)
+    heads = args.heads
+    print(f"device: {device.platform} ({device.device_kind}); d_model={d_model} "
+          f"d_state={d_state} B={batch} L={length} RotRNN heads={heads}")
+    key = jax.random.PRNGKey(0)
+    u = jax.device_put(jax.random.normal(key, (batch, length, d_model)), device)
+    layers = []
+    for name in args.layers.split(","):
+        mod = importlib.import_module(f"lrnn.{name}")
+        if name == "rotrnn":
+            params = mod.init(jax.random.PRNGKey(1), d_model, d_state, heads)
+        else:
+            params = mod.init(jax.random.PRNGKey(1), d_model, d_state)
+        layers.append((name, mod, jax.device_put(params, device)))
+    results = []
+    print(f"{'layer':<8} {'scan':<26} {'compile s':>9} {'step ms':>9} {'median ms':>9} {'f+b MiB':>9}")
+    for name, mod, params in layers:
+        def loss(p, u, mod=mod):
+            return jnp.mean(mod.apply(p, u) ** 2)
+        step = jax.value_and_grad(loss)
+        for label in ("auto", "paper: associative_scan"):
+            row = {"layer": name, "scan": label, "d_model": d_model, "d_state": d_state,
+                   "batch": batch, "length": length}
+            if name == "rotrnn":
+                row["heads"] = heads
+            if label == "auto":
+                row["auto_picks"] = choose_method((batch, length, d_state // 2 if name == "rotrnn"
+                                                   else d_state), backend=device.platform)
+                compiled, row["compile_s"], row["memory_fwdbwd"] = compile_and_memory(step, params, u)
+            else:
+                with papers_scan():
+                    compiled, row["compile_s"], row["memory_fwdbwd"] = \
+                        compile_and_memory(step, params, u)
+            row["step_s"], row["step_median_s"] = time_call(compiled, params, u,
+                                                            repeats=args.repeats)
+            results.append(row)
+            mem = row["memory_fwdbwd"]["peak_bytes"] / 2**20 if row["memory_fwdbwd"] else float("nan")
+            print(f"{name:<8} {label:<26} {row['compile_s']:9.2f} {row['step_s'] * 1e3:9.2f} "
+                  f"{row['step_median_s'] * 1e3:9.2f} {mem:9.1f}", flush=True)
+    speedups = {}
+    for name, _, _ in layers:
+        a = next(r for r in results if r["layer"] == name and r["scan"] == "auto")
+        p = next(r for r in results if r["layer"] == name and r["scan"] != "auto")
+        speedups[name] = p["step_s"] / a["step_s"]
+        print(f"{name}: auto is {speedups[name]:.2f}x the speed of the papers' associative scan")
+    out = {
+        "benchmark": "layer",
+        "command": "python -m lrnn.bench " + " ".join(args.argv),
+        "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "device": device_info(device),
+        "repeats": args.repeats,
+        "definitions": {"step_s": "best wall time of value_and_grad(mean(apply(params, u)**2)) "
+                                  "after a warm-up (median beside)"},
+        "results": results,
+        "speedup_auto_over_paper": speedups,
+    }
+    _write(out, args.out)
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+
+def _device(kind):
+    if kind is None:
+        return jax.devices()[0]
+    try:
+        return jax.devices(kind)[0]
+    except RuntimeError as err:
+        raise SystemExit(f"--device {kind}: no such device here ({err}). "
+                         f"Available: {[d.platform for d in jax.devices()]}")
+
+
+def _write(out, path):
+    if path:
+        with open(path, "w") as f:
+            json.dump(out, f, indent=1)
+            f.write("\n")
+        print(f"wrote {path}")
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="python -m lrnn.bench", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="what", required=True)
+    s = sub.add_parser("scan", help="time and memory of every linear_scan method")
+    s.add_argument("--device", choices=["cpu", "gpu"], default=None)
+    s.add_argument("--out", default=None, help="write the results as JSON here")
+    s.add_argument("--batch", type=int, default=8)
+    s.add_argument("--n", type=int, default=256, help="channels N (complex64)")
+    s.add_argument("--lengths", type=lambda v: [int(x) for x in v.split(",")],
+                   default=[1024, 4096, 16384])
+    s.add_argument("--shapes", default=None, help="e.g. 8x1024x256,1x65536x64 (replaces the above)")
+    s.add_argument("--methods", default=None, help="comma-separated subset of the row labels")
+    s.add_argument("--repeats", type=int, default=5)
+    s.add_argument("--copy-bytes", type=int, default=1 << 28)
+    s.add_argument("--no-backward", action="store_true")
+    s.set_defaults(run=run_scan)
+    la = sub.add_parser("layer", help="LRU and RotRNN forward+backward step time")
+    la.add_argument("--device", choices=["cpu", "gpu"], default=None)
+    la.add_argument("--out", default=None)
+    la.add_argument("--d-model", type=int, default=None, help="default 256 on GPU, 64 on CPU")
+    la.add_argument("--d-state", type=int, default=None, help="default 256 on GPU, 64 on CPU")
+    la.add_argument("--batch", type=int, default=None, help="default 32 on GPU, 4 on CPU")
+    la.add_argument("--length", type=int, default=None, help="default 4096 on GPU, 1024 on CPU")
+    la.add_argument("--heads", type=int, default=8, help="RotRNN heads")
+    la.add_argument("--layers", default="lru,rotrnn")
+    la.add_argument("--repeats", type=int, default=5)
+    la.set_defaults(run=run_layer)
+    return p
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser().parse_args(argv)
+    args.argv = argv
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    main()
