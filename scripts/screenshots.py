@@ -3,12 +3,14 @@
     python scripts/screenshots.py                         # _build/html -> _build/screenshots
     python scripts/screenshots.py --mathjax node_modules/mathjax   # offline: a local MathJax 3
 
-For every HTML page of the book it saves a screenshot (`<out>/<page>.png`) and checks, in the
+For every HTML page of the book it saves a screenshot (`<out>/<page>.png`, plus
+`<page>__exploreK.png`: each explorable figure alone, after its slider moved once) and checks, in the
 rendered DOM (after JavaScript ran):
 
 * maths rendered: pages whose source has maths contain MathJax output (`mjx-container`) and no
   MathJax error;
-* figures present: every `<img>` loaded (naturalWidth > 0);
+* figures present: every `<img>` of the site loaded (naturalWidth > 0); external images (the
+  Colab badge) are counted but not checked, as the check may run offline;
 * explorable figures respond: each `lrnn.widgets` slider is moved once by the page itself
   (`?lrnn-selftest` in the URL) and must switch its image;
 * no traceback or error output anywhere in the text.
@@ -44,10 +46,11 @@ PROBE = """<script>
 (function(){
  function report(){
   var imgs=[].slice.call(document.images);
-  var broken=imgs.filter(function(i){return !(i.complete&&i.naturalWidth>0);}).map(function(i){return (i.getAttribute('src')||'').slice(0,80);});
+  var local=imgs.filter(function(i){return i.src.indexOf(location.origin)===0||i.src.indexOf('data:')===0;});
+  var broken=local.filter(function(i){return !(i.complete&&i.naturalWidth>0);}).map(function(i){return (i.getAttribute('src')||'').slice(0,80);});
   var explorers=[].slice.call(document.querySelectorAll('.lrnn-explore')).map(function(e){return e.dataset.selftest||'no-result';});
   var text=document.body.innerText||'';
-  var out={images:imgs.length,broken:broken,
+  var out={images:local.length,external_images:imgs.length-local.length,broken:broken,
    math:document.querySelectorAll('mjx-container').length,
    math_errors:document.querySelectorAll('mjx-merror, .MathJax_Error').length,
    math_source:document.querySelectorAll('.math, span.math, div.math').length,
@@ -60,7 +63,12 @@ PROBE = """<script>
   if(window.MathJax&&MathJax.startup&&MathJax.startup.promise){MathJax.startup.promise.then(report,report);}
   else{report();}
  }
- window.addEventListener('load',function(){setTimeout(whenReady,200);});
+ function scroll(){
+  var m=/[?&]lrnn-scroll=(\d+)/.exec(location.search);
+  var e=m&&document.querySelectorAll('.lrnn-explore')[+m[1]];
+  if(e){document.body.innerHTML='';document.body.style.padding='12px';document.body.appendChild(e);}
+ }
+ window.addEventListener('load',function(){setTimeout(function(){whenReady();scroll();},200);});
 })();
 </script>"""
 
@@ -118,6 +126,11 @@ def check_page(binary: str, url: str, png: Path, width: int, height: int, budget
     result = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&")) if m else None
     chromium(binary, [f"--virtual-time-budget={budget_ms}", f"--window-size={width},{height}",
                       f"--screenshot={png}", url])
+    for k in range(len(result["explorers"]) if result else 0):
+        # one more screenshot per explorable figure (shown alone), after its slider moved once
+        chromium(binary, [f"--virtual-time-budget={budget_ms}", f"--window-size={width},{height // 2}",
+                          f"--screenshot={png.with_name(png.stem + f'__explore{k}.png')}",
+                          f"{url}?lrnn-selftest=1&lrnn-scroll={k}"])
     problems = []
     if result is None:
         problems.append("the page did not finish loading (no probe result)")

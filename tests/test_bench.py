@@ -70,3 +70,8 @@ def test_layer_benchmark_smoke(tmp_path):
     assert set(data["speedup_auto_over_paper"]) == {"lru", "rotrnn"}
     for row in data["results"]:
         assert row["step_s"] > 0 and row["memory_fwdbwd"]["peak_bytes"] > 0
+    # the papers' variant is really traced and compiled anew (not a cached "auto" trace)
+    for layer in ("lru", "rotrnn"):
+        auto, paper = (next(r for r in data["results"] if r["layer"] == layer and r["scan"] == s)
+                       for s in ("auto", "paper: associative_scan"))
+        assert paper["memory_fwdbwd"] != auto["memory_fwdbwd"]

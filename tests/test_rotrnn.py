@@ -167,24 +167,34 @@ def test_xi_formula_for_any_B(rng):
 # Eq. 6 and the layer vs explicit loops
 # ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("scale_first_state", [False, True])
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("shape", [(1, 3), (7, 3), (2, 3, 5, 3)])
-def test_hidden_states_match_eq_6_loop(method, scale_first_state, reverse, shape, rng):
+def test_hidden_states_match_eq_6_loop(scale_first_state, reverse, shape, rng):
     params = rotrnn.init(jax.random.key(4), 3, 8, 2, gamma_min=0.6, gamma_max=0.95)
     u = rng.standard_normal(shape)
-    x = rotrnn.hidden_states(params, u, scale_first_state=scale_first_state, reverse=reverse,
-                             method=method)
+    x = rotrnn.hidden_states(params, u, scale_first_state=scale_first_state, reverse=reverse)
     assert x.shape == (*shape[:-1], 2, 4)
     ref = batched(lambda v: np_states(params, v, scale_first_state=scale_first_state,
                                       reverse=reverse), u)
     np.testing.assert_allclose(x, ref, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_every_scan_method_is_forwarded(method, rng):
+    params = rotrnn.init(jax.random.key(6), 3, 8, 2, gamma_min=0.6, gamma_max=0.95,
+                         bidirectional=True)
+    u = rng.standard_normal((2, 9, 3))
+    x = rotrnn.hidden_states(params, u, reverse=True, method=method)
+    np.testing.assert_allclose(x, batched(lambda v: np_states(params, v, reverse=True), u),
+                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(rotrnn.apply(params, u, method=method),
+                               batched(lambda v: np_apply(params, v), u), rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("bidirectional", [False, True])
-@pytest.mark.parametrize("scale_first_state", [False, True])
-@pytest.mark.parametrize("shape", [(1, 3), (6, 3), (2, 5, 3)])
+@pytest.mark.parametrize("scale_first_state, shape", [(False, (1, 3)), (True, (6, 3)),
+                                                      (False, (2, 5, 3))])
 def test_apply_matches_C_concat_x_plus_D_u(bidirectional, scale_first_state, shape, rng):
     params = rotrnn.init(jax.random.key(5), 3, 12, 3, bidirectional=bidirectional)
     u = rng.standard_normal(shape)
@@ -194,23 +204,16 @@ def test_apply_matches_C_concat_x_plus_D_u(bidirectional, scale_first_state, sha
     np.testing.assert_allclose(y, ref, rtol=1e-10, atol=1e-12)
 
 
-def test_apply_methods_agree(rng):
-    params = rotrnn.init(jax.random.key(6), 2, 8, 2, bidirectional=True)
-    u = rng.standard_normal((2, 33, 2))
-    ys = [rotrnn.apply(params, u, method=m) for m in METHODS]
-    for y in ys[1:]:
-        np.testing.assert_allclose(y, ys[0], rtol=1e-10, atol=1e-12)
-
-
 def test_gradients_finite_and_checked(rng):
     params = rotrnn.init(jax.random.key(7), 2, 4, 1, bidirectional=True)
     u = rng.standard_normal((3, 2))
-    loss = lambda p: jnp.sum(rotrnn.apply(p, u, method="sequential") ** 2)
+    # Compiled once: differentiating expm (Lemma 2) op by op is slow.
+    loss = jax.jit(lambda p: jnp.sum(rotrnn.apply(p, u, method="sequential") ** 2))
+    jax.test_util.check_grads(loss, (params,), order=1, modes=("rev",))
     grads = jax.grad(loss)(params)
     assert set(grads) == set(params)
     assert all(np.all(np.isfinite(g)) for g in grads.values())
     assert np.abs(np.asarray(grads["M"])).max() > 0      # P is learned through expm
-    jax.test_util.check_grads(loss, (params,), order=1, modes=("rev",))
 
 
 # ----------------------------------------------------------------------------------------

@@ -233,6 +233,8 @@ def _worker(job_path: str) -> int:
                                    "evalue": str(reply.get("evalue", ""))[:4000]}
                     else:
                         outcome = {"status": "ok"}
+                    outcome["output_bytes"] = client.sizes.get(index, 0)
+                    outcome["truncated"] = client.sizes.get(index, 0) > max_output
                     state["cells"][str(index)] = outcome
                     _write_json(progress, state)
         except DeadKernelError:
@@ -398,8 +400,13 @@ def grade_submission(path, solutions: dict, *, timeout=DEFAULT_TIMEOUT,
                          "without them.")
         graded = set(where.values())
         for i, c in sorted(run["cells"].items(), key=lambda kv: int(kv[0])):
-            if int(i) not in graded and c["status"] != "ok":
+            if int(i) not in graded and c["status"] == "error":
                 notes.append(f"Cell {i} raised {c.get('ename')}: {c.get('evalue', '')[:300]}")
+            if int(i) not in graded and c["status"] == "timeout":
+                notes.append(f"Cell {i} ran longer than {cell_timeout:g} s and was interrupted.")
+            if c.get("truncated"):
+                notes.append(f"Cell {i} printed {c['output_bytes']:,} bytes of output; the grader "
+                             f"kept the first {max_output:,}.")
     for r in sol["table"]:
         ex = {"exercise": r["exercise"], "grade_id": r["grade_id"], "points": r["points"],
               "title": _title(r["exercise"])}
@@ -425,8 +432,10 @@ def grade_submission(path, solutions: dict, *, timeout=DEFAULT_TIMEOUT,
                 ex.update(score=0.0, result="kernel died",
                           detail="the kernel died while this exercise was tested")
             else:
-                ex.update(score=0.0, result="failed",
-                          detail=f"{c.get('ename')}: {c.get('evalue', '')}")
+                detail = c.get("evalue", "")
+                if c.get("ename") != "ExerciseFailed":      # check() already says what failed
+                    detail = f"{c.get('ename')}: {detail}"
+                ex.update(score=0.0, result="failed", detail=detail)
         results.append(ex)
     auto = [e for e in results if e["score"] != "manual"]
     row["status"] = status

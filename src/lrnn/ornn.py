@@ -105,7 +105,7 @@ def _unpack(params):
         if "u1" in params:
             fail("params['u1']", params["u1"], f"no 'u1' entry when m = {m} < n = {n}")
         sign = None
-    cols, sign = _check_U(U, sign)
+    cols, sign = _check_U(U, sign, name="params['U']")
     V = jnp.asarray(params["V"])
     if V.ndim != 2 or V.shape[0] != n:
         fail("params['V']", V, f"shape (n, d_in) with n = {n}")

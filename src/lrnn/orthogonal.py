@@ -117,16 +117,16 @@ def eq9_mask(n: int, m: int):
     return mask
 
 
-def _check_U(U, u1_sign):
+def _check_U(U, u1_sign, name="U"):
     """Validate ``U`` (and ``u1_sign``) and return ``(U_reflections, u1)``: the masked eq.-9
     columns that are true Householder vectors, shape ``(n, k)`` with ``k = m`` (``m < n``) or
     ``k = n - 1`` (``m = n``), and ``u1`` (``None`` when ``m < n``)."""
     U = _float(U)
     if U.ndim != 2 or U.shape[0] < 1 or U.shape[1] < 1:
-        fail("U", U, "a matrix of shape (n, m) of reflection vectors laid out as oRNN eq. 9")
+        fail(name, U, "a matrix of shape (n, m) of reflection vectors laid out as oRNN eq. 9")
     n, m = U.shape
     if m > n:
-        fail("U", U, f"at most n = {n} columns (m <= n reflection vectors, oRNN eq. 8)")
+        fail(name, U, f"at most n = {n} columns (m <= n reflection vectors, oRNN eq. 8)")
     U = U * eq9_mask(n, m).astype(U.dtype)
     if m == n:
         if u1_sign is None:
@@ -145,7 +145,7 @@ def _check_U(U, u1_sign):
                  "only enters when m = n)")
         u1 = None
     if _is_concrete(U) and U.shape[1] and not bool(jnp.all(jnp.sum(U * U, axis=0) > 0)):
-        fail("U", U, "nonzero reflection vectors on and below the diagonal of every column "
+        fail(name, U, "nonzero reflection vectors on and below the diagonal of every column "
              "(a zero vector has no reflection)")
     return U, u1
 
@@ -326,22 +326,23 @@ def householder_qr(A):
 @jax.jit
 def _householder_qr(A):
     n = A.shape[0]
-    R = A
-    cols = []
-    for k in range(n - 1):
-        x = R[k:, k]
-        sigma = jnp.linalg.norm(x)
-        tail2 = jnp.sum(x[1:] ** 2)
-        aligned = (tail2 == 0) & (x[0] >= 0)                    # R_kk = ‖R_{k..n,k}‖
-        safe = jnp.where(x[0] > 0, x[0] + sigma, 1.0)
-        head = jnp.where(x[0] > 0, -tail2 / safe, x[0] - sigma)
-        u = x.at[0].set(head)
-        norm_u = jnp.linalg.norm(u)
-        e_last = jnp.zeros(n - k, A.dtype).at[-1].set(1.0)
-        u = jnp.where(aligned, e_last, u / jnp.where(aligned, 1.0, norm_u))
-        R = R.at[k:, :].add(-2 * jnp.outer(u, u @ R[k:, :]))    # R ← H_{n-k}(u) R
-        cols.append(jnp.zeros(n, A.dtype).at[k:].set(u))
-    u1 = jnp.where(R[n - 1, n - 1] >= 0, 1.0, -1.0).astype(A.dtype)
+    rows = jnp.arange(n)
+    e_last = (rows == n - 1).astype(A.dtype)
+
+    def body(k, carry):                 # step k + 1 of Algorithm 2, on full-length vectors
+        R, U = carry
+        x = jnp.where(rows >= k, R[:, k], 0)                    # R_{k..n,k}
+        x_k = x[k]
+        tail2 = jnp.sum(jnp.where(rows > k, x, 0) ** 2)
+        sigma = jnp.sqrt(x_k ** 2 + tail2)
+        aligned = (tail2 == 0) & (x_k >= 0)                     # R_kk = ‖R_{k..n,k}‖
+        head = jnp.where(x_k > 0, -tail2 / jnp.where(x_k > 0, x_k + sigma, 1), x_k - sigma)
+        u = jnp.where(rows == k, head, x)                       # x - ‖x‖ e_1
+        u = jnp.where(aligned, e_last, u / jnp.where(aligned, 1, jnp.linalg.norm(u)))
+        R = R - 2 * jnp.outer(u, u @ R)                         # R ← H_{n-k}(u) R
+        return R, U.at[:, k].set(u)
+
+    R, U = jax.lax.fori_loop(0, n - 1, body, (A, jnp.zeros_like(A)))
+    u1 = jnp.where(R[n - 1, n - 1] >= 0, 1, -1).astype(A.dtype)
     R = R.at[n - 1, :].multiply(u1)                             # R ← H_1(u_1) R
-    U = jnp.stack(cols + [jnp.zeros(n, A.dtype)], axis=1)
     return U, u1, jnp.triu(R)

@@ -248,7 +248,8 @@ def pallas_scan(a, b, reverse=False, *, block_n=None, chunk=None, interpret=None
     """``x_t = a_t x_{t-1} + b_t`` along axis -2 with the Pallas kernel.
 
     Args:
-      a: ``(N,)`` time-invariant (real or complex) or ``b.shape`` time-varying (real).
+      a: ``(N,)`` time-invariant or broadcastable to ``b.shape`` (time-varying); real or
+        complex.
       b: ``(..., L, N)``: float32, complex64, or bfloat16 (bfloat16 in and out, float32
         accumulation).
       reverse: scan from the end.

@@ -152,7 +152,14 @@ def loss_and_metric(out, y, kind: str, score_last: int | None = None):
     return ce, hit.mean()
 
 
-def _make_fns(mcfg, task, tx):
+_FNS_CACHE: dict = {}
+
+
+def _make_fns(mcfg, task, tx, cache_key=None):
+    """Jitted ``train_step`` and ``eval_batch``; reused for equal ``cache_key`` so that
+    repeated runs in one process (resuming, notebooks, tests) compile once."""
+    if cache_key is not None and cache_key in _FNS_CACHE:
+        return _FNS_CACHE[cache_key]
     kind, score_last = task.kind, task.score_last
 
     def loss_fn(params, state, x, y, key):
@@ -173,6 +180,10 @@ def _make_fns(mcfg, task, tx):
         out, _ = model_lib.apply(params, state, x, mcfg, train=False)
         return loss_and_metric(out, y, kind, score_last)
 
+    if cache_key is not None:
+        if len(_FNS_CACHE) > 16:
+            _FNS_CACHE.clear()
+        _FNS_CACHE[cache_key] = (train_step, eval_batch)
     return train_step, eval_batch
 
 
@@ -192,20 +203,23 @@ def evaluate(eval_batch, params, state, test, batch_size):
 # Checkpoints
 # ------------------------------------------------------------------------------------------
 
-def save_checkpoint(path, step: int, params, state, opt_state, history: dict, config: dict):
-    """Write ``(params, state, opt_state)`` leaves, the step, history and config to ``.npz``."""
+def save_checkpoint(path, step: int, params, state, opt_state, history: dict, config: dict,
+                    pending: dict | None = None):
+    """Write ``(params, state, opt_state)`` leaves, the step, the history, the config and the
+    ``pending`` training losses of the current evaluation interval to ``.npz``."""
     leaves = jax.tree_util.tree_leaves((params, state, opt_state))
     arrays = {f"leaf_{i:05d}": np.asarray(leaf) for i, leaf in enumerate(leaves)}
     tmp = str(path) + ".tmp.npz"
-    np.savez(tmp, step=np.int64(step), history=np.array(json.dumps(history)),
-             config=np.array(json.dumps(config)), **arrays)
+    meta = {"history": history, "config": config, "pending": pending or {"loss": [], "metric": []}}
+    np.savez(tmp, step=np.int64(step), meta=np.array(json.dumps(meta)), **arrays)
     os.replace(tmp, path)
 
 
 def load_checkpoint(path, template):
     """Read a checkpoint written by :func:`save_checkpoint`. ``template`` is a
     ``(params, state, opt_state)`` of the same structure (e.g. freshly initialised).
-    Returns ``(step, (params, state, opt_state), history, config)``."""
+    Returns ``(step, (params, state, opt_state), meta)`` with ``meta`` holding ``history``,
+    ``config`` and ``pending``."""
     with np.load(path) as f:
         leaves_t, treedef = jax.tree_util.tree_flatten(template)
         n = sum(1 for k in f.files if k.startswith("leaf_"))
@@ -218,7 +232,7 @@ def load_checkpoint(path, template):
                 fail("path", path, f"array {i} of shape {np.shape(t)}, found {a.shape}")
             leaves.append(jnp.asarray(a, dtype=jnp.asarray(t).dtype))
         tree = jax.tree_util.tree_unflatten(treedef, leaves)
-        return int(f["step"]), tree, json.loads(str(f["history"])), json.loads(str(f["config"]))
+        return int(f["step"]), tree, json.loads(str(f["meta"]))
 
 
 # ------------------------------------------------------------------------------------------
@@ -284,16 +298,19 @@ def train(cfg: TrainConfig, *, task: data_lib.Task | None = None, progress: bool
     tx = make_optimizer(cfg, model_lib.recurrent_mask(params, mcfg))
     opt_state = tx.init(params)
     history = {k: [] for k in HISTORY_KEYS}
-    start = 0
+    start, pending = 0, {"loss": [], "metric": []}
     config_dict = dataclasses.asdict(cfg)
     if cfg.checkpoint and os.path.exists(cfg.checkpoint):
-        start, (params, state, opt_state), history, saved = load_checkpoint(
+        start, (params, state, opt_state), meta = load_checkpoint(
             cfg.checkpoint, (params, state, opt_state))
+        history, saved, pending = meta["history"], meta["config"], meta["pending"]
         keep = ("checkpoint", "checkpoint_every", "out")
         if {k: v for k, v in saved.items() if k not in keep} != \
                 {k: v for k, v in config_dict.items() if k not in keep}:
             fail("cfg", "a different configuration", f"the configuration saved in {cfg.checkpoint}")
-    train_step, eval_batch = _make_fns(mcfg, task, tx)
+    key = (mcfg, task.kind, task.score_last, cfg.lr, cfg.lr_factor, cfg.weight_decay,
+           cfg.warmup_frac, cfg.steps, cfg.clip)
+    train_step, eval_batch = _make_fns(mcfg, task, tx, key)
     sched = schedule(cfg.lr, cfg.steps, cfg.warmup_frac)
     dropout_key = jax.random.PRNGKey(cfg.seed + 1)
     end = cfg.steps if stop_after is None else min(cfg.steps, stop_after)
@@ -301,13 +318,14 @@ def train(cfg: TrainConfig, *, task: data_lib.Task | None = None, progress: bool
     from tqdm.auto import tqdm
     bar = tqdm(total=cfg.steps, initial=start, disable=not progress, desc=f"{cfg.model}/{cfg.task}",
                leave=True, dynamic_ncols=True)
-    losses, metrics = [], []
+    losses, metrics = list(pending["loss"]), list(pending["metric"])
     step_time, timed_steps = 0.0, 0
     postfix = {}
 
     def checkpoint(step):
         if cfg.checkpoint:
-            save_checkpoint(cfg.checkpoint, step, params, state, opt_state, history, config_dict)
+            save_checkpoint(cfg.checkpoint, step, params, state, opt_state, history, config_dict,
+                            {"loss": [float(v) for v in losses], "metric": [float(v) for v in metrics]})
 
     for step in range(start, end):
         x, y = task.train_batch(step, cfg.batch_size, cfg.seed)
@@ -329,8 +347,8 @@ def train(cfg: TrainConfig, *, task: data_lib.Task | None = None, progress: bool
         if done % cfg.eval_every == 0 or done == cfg.steps:
             test_loss, test_metric = evaluate(eval_batch, params, state, task.test, cfg.eval_batch)
             history["step"].append(done)
-            history["train_loss"].append(float(np.mean(jax.device_get(losses))))
-            history["train_metric"].append(float(np.mean(jax.device_get(metrics))))
+            history["train_loss"].append(float(np.mean([float(v) for v in losses])))
+            history["train_metric"].append(float(np.mean([float(v) for v in metrics])))
             history["test_loss"].append(test_loss)
             history["test_metric"].append(test_metric)
             history["lr"].append(float(sched(step)))

@@ -356,7 +356,7 @@ def _hint_scaled(received, expected, close):
 
 def _time_shift_hints(axis):
     def hint(received, expected, close):
-        if expected.ndim == 0 or expected.shape[axis] < 2:
+        if expected.ndim == 0 or expected.shape[axis] < 3:
             return None
         r = np.moveaxis(received, axis, 0)
         e = np.moveaxis(expected, axis, 0)

@@ -67,6 +67,10 @@ def _(fn, rng):
         want = _naive_scan(a, b)
         expect_close(got, want.astype(np.result_type(a, b)), inputs=inputs, rtol=1e-4,
                      atol=1e-5, time_axis=-2, hints=[
+                         alternative(lambda: _naive_scan(a[..., ::-1, :],
+                                                         b[..., ::-1, :])[..., ::-1, :],
+                                     "you scan from the end of the sequence: position t must "
+                                     "combine the steps 0…t, from left to right."),
                          alternative(np.cumsum(b, axis=-2),
                                      "you summed the inputs (a cumulative sum): the decays a_t "
                                      "must multiply the earlier states."),

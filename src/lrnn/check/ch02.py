@@ -14,7 +14,7 @@ def _pair(got, inputs, names):
     return got
 
 
-def _params(rng, h, n, r_min=0.4, r_max=0.95, max_phase=2 * np.pi):
+def random_params(rng, h, n, r_min=0.4, r_max=0.95, max_phase=2 * np.pi):
     """LRU parameters with the layout and distributions of ``lrnn.lru.init``, drawn with
     NumPy (no JAX compilation for every new shape)."""
     u1, u2 = rng.uniform(0.01, 0.99, n), rng.uniform(0.01, 0.99, n)
@@ -101,7 +101,7 @@ def _naive_states(params, u, *, gamma=True, theta_exp=True):
 def _(fn, rng):
     from lrnn import lru
     for lead, length, h, n in [((), 6, 2, 3), ((), 1, 1, 1), ((2,), 9, 3, 4)]:
-        params = _params(rng, h, n)
+        params = random_params(rng, h, n)
         u = randn(rng, *lead, length, h)
         inputs = {"params": params, "u": u}
         got = call(fn, inputs)
@@ -127,7 +127,7 @@ def _(fn, rng):
 def _(fn, rng):
     from lrnn import lru
     for lead, length, h, n in [((), 5, 2, 3), ((3,), 7, 3, 2)]:
-        params = _params(rng, h, n)
+        params = random_params(rng, h, n)
         u = randn(rng, *lead, length, h)
         inputs = {"params": params, "u": u}
         got = call(fn, inputs)

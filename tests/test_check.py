@@ -1,0 +1,288 @@
+"""The self-check framework (lrnn.check): messages, hints, robustness, grading mode."""
+import numpy as np
+import pytest
+
+import lrnn
+from lrnn import check as chk
+from lrnn.check import check, run
+
+
+@pytest.fixture(autouse=True)
+def not_grading(monkeypatch):
+    monkeypatch.delenv(chk.GRADING_ENV, raising=False)
+
+
+# --------------------------------------------------------------------------------------
+# Reference answers for chapters 1-2 pass their checks
+# --------------------------------------------------------------------------------------
+
+def scan_ref(a, b):
+    return lrnn.linear_scan(a, b, method="sequential")
+
+
+def kernel_ref(A, B, C, L):
+    return np.stack([C @ np.linalg.matrix_power(A.astype(np.float64), k) @ B for k in range(L)])
+
+
+def convolve_ref(K, u):
+    L = u.shape[-2]
+    y = np.zeros(u.shape[:-2] + (L, K.shape[1]))
+    for j in range(L):
+        y[..., j:, :] += u[..., :L - j, :] @ K[j].T
+    return y
+
+
+def radius_ref(A):
+    return np.max(np.abs(np.linalg.eigvals(A)))
+
+
+def ring_ref(u1, u2, r_min, r_max, max_phase):
+    return lrnn.lru.ring_from_uniforms(u1, u2, r_min=r_min, r_max=r_max, max_phase=max_phase)
+
+
+def cdf_ref(r, r_min, r_max):
+    return np.clip((r ** 2 - r_min ** 2) / (r_max ** 2 - r_min ** 2), 0, 1)
+
+
+def states_ref(params, u):
+    return lrnn.lru.hidden_states(params, u)
+
+
+def apply_ref(params, u):
+    return lrnn.lru.apply(params, u)
+
+
+def gamma_ref(nu_log, theta_log):
+    return 0.5 * np.log1p(-np.exp(-2 * np.exp(np.asarray(nu_log, np.float64))))
+
+
+REFERENCES = {"1.1": lrnn.scan.binary_operator, "1.2": scan_ref, "1.3": kernel_ref,
+              "1.4": convolve_ref, "1.5": radius_ref, "2.1": ring_ref, "2.2": cdf_ref,
+              "2.3": states_ref, "2.4": apply_ref, "2.5": gamma_ref,
+              "2.6": lambda a, b: lrnn.lru.forward_blowup(a, b)}
+
+
+@pytest.mark.parametrize("ex_id", sorted(REFERENCES))
+def test_reference_answers_pass(ex_id, capsys):
+    assert check(ex_id, REFERENCES[ex_id]) is True
+    out = capsys.readouterr().out
+    assert out.startswith(f"✓ Exercise {ex_id} (")
+
+
+def test_registry_metadata():
+    exs = chk.exercises()
+    for ex_id in REFERENCES:
+        ex = exs[ex_id]
+        assert ex.points > 0 and ex.title and ex.reference
+    assert list(exs) == sorted(exs, key=lambda k: tuple(int(p) for p in k.split(".")))
+
+
+# --------------------------------------------------------------------------------------
+# Messages and hints
+# --------------------------------------------------------------------------------------
+
+def message(ex_id, fn):
+    res = run(ex_id, fn)
+    assert res.status in ("fail", "error", "not implemented"), res.message
+    return res.message
+
+
+def test_not_implemented_is_reported_not_raised(capsys):
+    def stub(a, b):
+        raise NotImplementedError("Exercise 1.2: write me")
+    assert check("1.2", stub) is False
+    out = capsys.readouterr().out
+    assert "not implemented yet" in out and out.startswith("… Exercise 1.2")
+
+
+def test_student_exception_reports_type_and_input():
+    def buggy(A):
+        return {}["missing"]
+    msg = message("1.5", buggy)
+    assert "KeyError" in msg and "on the input" in msg and "A = array of shape" in msg
+
+
+def test_no_exception_escapes_even_for_base_exceptions():
+    class Weird(BaseException):
+        pass
+
+    def weird(A):
+        raise Weird("odd")
+    res = run("1.5", weird)
+    assert res.status == "error" and "Weird" in res.message
+
+
+def test_solution_source_is_never_shown():
+    def wrong(A):
+        secret_marker_variable_xyz = np.linalg.norm(A, 2)
+        return secret_marker_variable_xyz
+    msg = message("1.5", wrong)
+    assert "secret_marker" not in msg and "np.linalg" not in msg
+    assert "expected:" in msg and "received:" in msg
+
+
+def test_shape_hint_transposed():
+    def transposed(K, u):
+        return np.swapaxes(convolve_ref(K, u), -1, -2)
+    msg = message("1.4", transposed)
+    assert "has shape" in msg and "hint:" in msg
+
+
+def test_none_returned():
+    msg = message("1.5", lambda A: None)
+    assert "forget `return`" in msg
+
+
+def test_operator_order_hint():
+    msg = message("1.1", lambda l, r: (l[0] * r[0], l[0] * r[1] + l[1]))
+    assert "you applied `right` first" in msg
+
+
+def test_not_a_pair():
+    msg = message("1.1", lambda l, r: l[0] * r[0])
+    assert "must be a pair" in msg
+
+
+def test_off_by_one_time_step_hint():
+    def shifted(a, b):
+        x = np.asarray(scan_ref(a, b))
+        return np.concatenate([np.zeros_like(x[..., :1, :]), x[..., :-1, :]], axis=-2)
+    assert "off by one time step" in message("1.2", shifted)
+
+
+def test_reversed_time_hint():
+    def backwards(a, b):
+        return lrnn.linear_scan(a, b, reverse=True, method="sequential")
+    assert "you scan from the end" in message("1.2", backwards)
+
+
+def test_kernel_power_offset_hint():
+    def shifted(A, B, C, L):
+        return np.stack([C @ np.linalg.matrix_power(A, k + 1) @ B for k in range(L)])
+    assert "K_0 = C B" in message("1.3", shifted)
+
+
+def test_convolution_vs_correlation_hint():
+    def corr(K, u):
+        L = u.shape[-2]
+        y = np.zeros(u.shape[:-2] + (L, K.shape[1]))
+        for k in range(L):
+            for j in range(k + 1):
+                y[..., k, :] += u[..., j, :] @ K[j].T
+        return y
+    assert "K_j with u_{k-j}" in message("1.4", corr)
+
+
+def test_operator_norm_hint():
+    assert "largest singular value" in message("1.5", lambda A: np.linalg.norm(A, 2))
+
+
+def test_conjugate_hint():
+    msg = message("2.3", lambda p, u: np.conj(states_ref(p, u)))
+    assert "conjugate" in msg
+
+
+def test_missing_gamma_hint():
+    def no_gamma(p, u):
+        return states_ref(dict(p, gamma_log=np.zeros_like(p["gamma_log"])), u)
+    assert "γ normalisation is missing" in message("2.3", no_gamma)
+
+
+def test_real_instead_of_complex():
+    msg = message("2.3", lambda p, u: np.asarray(states_ref(p, u)).real)
+    assert "complex" in msg
+
+
+def test_missing_skip_connection_hint():
+    assert "D ⊙ u_k" in message("2.4", lambda p, u: apply_ref(p, u) - p["D"] * u)
+
+
+def test_constant_factor_hint():
+    msg = message("2.5", lambda nl, tl: 2 * gamma_ref(nl, tl))
+    assert "sqrt" in msg or "constant" in msg
+
+
+def test_generic_constant_factor_hint():
+    msg = message("1.3", lambda A, B, C, L: 3 * kernel_ref(A, B, C, L))
+    assert "times a constant ≈ 3" in msg
+
+
+def test_sign_hint():
+    assert "wrong sign" in message("1.3", lambda A, B, C, L: -kernel_ref(A, B, C, L))
+
+
+def test_ring_half_missing_hint():
+    def no_half(u1, u2, r_min, r_max, max_phase):
+        nu = -np.log(u1 * (r_max ** 2 - r_min ** 2) + r_min ** 2)
+        return np.log(nu), np.log(max_phase * u2)
+    assert "the ½ is missing" in message("2.1", no_half)
+
+
+def test_cdf_linear_hint():
+    assert "grows like r²" in message("2.2", lambda r, a, b: np.clip((r - a) / (b - a), 0, 1))
+
+
+def test_blowup_edge_case_hint():
+    def naive(a, b):
+        with np.errstate(all="ignore"):
+            return np.log((1 - a ** 2) / (1 - b ** 2)) / (b ** 2 - a ** 2)
+    msg = message("2.6", naive)
+    assert "r_min = r_max" in msg and "limit" in msg
+
+
+def test_unknown_exercise_and_non_callable(capsys):
+    assert check("9.99", print) is False
+    assert "unknown exercise" in capsys.readouterr().out
+    assert check("1.5", 3.0) is False
+    assert "expected a function" in capsys.readouterr().out
+
+
+def test_checks_are_deterministic():
+    wrong = lambda A: np.linalg.norm(A, 2)  # noqa: E731
+    assert run("1.5", wrong).message == run("1.5", wrong).message
+    assert run("1.5", wrong, seed=0).message == run("1.5", wrong).message
+
+
+def test_grading_mode_raises_on_failure_only(monkeypatch, capsys):
+    monkeypatch.setenv(chk.GRADING_ENV, "1")
+    assert check("1.5", radius_ref) is True
+    with pytest.raises(chk.ExerciseFailed, match="largest singular value"):
+        check("1.5", lambda A: np.linalg.norm(A, 2))
+    with pytest.raises(chk.ExerciseFailed, match="not implemented"):
+        check("1.5", lambda A: (_ for _ in ()).throw(NotImplementedError()))
+
+
+def test_results_are_recorded():
+    run_ok = check("1.5", radius_ref, quiet=True)
+    assert run_ok and chk.RESULTS["1.5"].passed
+
+
+# --------------------------------------------------------------------------------------
+# The helpers themselves
+# --------------------------------------------------------------------------------------
+
+def test_expect_close_helpers():
+    from lrnn.check import CheckFailure, alternative, expect_close, when
+    e = np.array([1.0 + 1j, 2.0 - 1j])
+    expect_close(e + 1e-7, e)
+    with pytest.raises(CheckFailure) as info:
+        expect_close(np.conj(e), e)
+    assert "conjugate" in info.value.hint
+    with pytest.raises(CheckFailure) as info:
+        expect_close(e[:1], e)
+    assert "shape" in info.value.message
+    with pytest.raises(CheckFailure) as info:
+        expect_close(np.array([np.nan, 1.0]), np.array([1.0, 1.0]))
+    assert "NaN" in info.value.hint
+    with pytest.raises(CheckFailure) as info:
+        expect_close(np.array([5.0, 6.0]), np.array([1.0, 1.0]),
+                     hints=[alternative(lambda: np.array([5.0, 6.0]), "my hint"),
+                            when(lambda r, x: True, "other")])
+    assert info.value.hint == "my hint"
+    with pytest.raises(CheckFailure) as info:
+        expect_close(np.array([1.0, 2.0, 0.0, 5.0]), np.array([1.0, 2.0, 3.0, 4.0]), time_axis=0)
+    assert "time steps 0…1 are right and step 2 is wrong" in info.value.hint
+
+
+def test_lazy_submodule_access():
+    assert lrnn.check.check is check

@@ -1,0 +1,236 @@
+"""The exercise build (lrnn.exercises): exercises/ is generated from solutions/, nothing of the
+solutions leaks, the notebooks open like the chapters, and the grader gives full marks to every
+solution notebook and zero (for code) to every exercise notebook."""
+import copy
+import io
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from lrnn import exercises as ex
+from lrnn.check import exercises as registered
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions"
+EXERCISES = ROOT / "exercises"
+SOLUTION_FILES = sorted(SOLUTIONS.glob(ex.NOTEBOOK_GLOB))
+REPO = "https://github.com/lrnn-course/lrnn"
+SETUP = '''# Setup: in Colab, install lrnn from the course repository if it is missing (JAX is not reinstalled).
+import importlib.util, subprocess, sys
+if importlib.util.find_spec("lrnn") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                    "lrnn @ git+https://github.com/lrnn-course/lrnn"], check=True)
+import lrnn
+env = lrnn.setup.environment()'''
+
+
+def read(path):
+    return nbformat.read(path, as_version=4)
+
+
+# --------------------------------------------------------------------------------------
+# The committed exercises/ is what the build generates
+# --------------------------------------------------------------------------------------
+
+def test_build_check_passes():
+    proc = subprocess.run([sys.executable, "-m", "lrnn.exercises", "build", "--check"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "up to date" in proc.stdout
+
+
+def test_build_check_detects_drift_and_build_repairs_it(tmp_path):
+    sol, exe = tmp_path / "solutions", tmp_path / "exercises"
+    shutil.copytree(SOLUTIONS, sol)
+    shutil.copytree(EXERCISES, exe)
+    first = sorted(exe.glob(ex.NOTEBOOK_GLOB))[0]
+    first.write_text(first.read_text(encoding="utf-8").replace(
+        'raise NotImplementedError(\\"Exercise', 'raise NotImplemented(\\"Exercise', 1),
+        encoding="utf-8")
+    (exe / "99_stale.ipynb").write_text("{}", encoding="utf-8")
+    second = sorted(exe.glob(ex.NOTEBOOK_GLOB))[1]
+    second.unlink()
+    out = io.StringIO()
+    assert ex.build(sol, exe, check=True, out=out) == 1
+    text = out.getvalue()
+    assert f"differs: exercises/{first.name}" in text
+    assert re.search(r"^\s*-.*raise NotImplemented\(", text, re.M), text
+    assert f"missing: exercises/{second.name}" in text and "99_stale.ipynb" in text
+    assert ex.build(sol, exe, out=io.StringIO()) == 0
+    assert ex.build(sol, exe, check=True, out=io.StringIO()) == 0
+    assert not (exe / "99_stale.ipynb").exists()
+
+
+def test_build_is_deterministic(tmp_path):
+    a = ex.generate(SOLUTIONS)
+    b = ex.generate(SOLUTIONS)
+    assert a == b and set(a) == {p.name for p in SOLUTION_FILES}
+    for text in a.values():
+        assert text.endswith("}\n")
+
+
+# --------------------------------------------------------------------------------------
+# The transformations, on a small notebook
+# --------------------------------------------------------------------------------------
+
+def toy(points=2):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell(
+            f"# Exercises 1 · Toy\n\n[![Open In Colab](x)]({REPO}/blob/main/solutions/01_toy.ipynb)"),
+        ex.solution_cell("def spectral_radius(A):\n    '''doc'''\n    ### BEGIN SOLUTION\n"
+                         "    return 42\n    ### END SOLUTION", "ex1.5-solution"),
+        ex.test_cell('check("1.5", spectral_radius)\n### BEGIN HIDDEN TESTS\nassert secret()\n'
+                     '### END HIDDEN TESTS', "ex1.5", points,
+                     tags=["nbval-check-output"]),
+        ex.solution_cell("### BEGIN SOLUTION\nvalue = 3\n### END SOLUTION", "ex1.5-solution-2"),
+        nbformat.v4.new_code_cell("spectral_radius(1)", metadata={"tags": ["exercise-raises"]}),
+        nbformat.v4.new_markdown_cell("instructor note", metadata={"tags": ["solutions-only"]}),
+        ex.manual_cell("**Model answer.** because.\n\n**Rubric.** 1 point.", "ex1.6", 2),
+    ]
+    nb.cells[2].outputs = [nbformat.v4.new_output("stream", text="✓ Exercise 1.5\n")]
+    nb.cells[2].execution_count = 3
+    return nb
+
+
+def test_transformations():
+    out = ex.build_notebook(toy(), "toy")
+    src = [c.source for c in out.cells]
+    assert "/blob/main/exercises/01_toy.ipynb" in src[0]
+    assert src[1].splitlines()[-1].startswith('    raise NotImplementedError("Exercise 1.5: ')
+    assert "read chapter 1, 'Stability'" in src[1] and "return 42" not in src[1]
+    assert src[2] == 'check("1.5", spectral_radius)'
+    assert out.cells[2].outputs == [] and out.cells[2].execution_count is None
+    assert "nbval-check-output" not in out.cells[2].metadata.get("tags", [])
+    assert out.cells[2].metadata["nbgrader"]["points"] == 2
+    assert src[3].startswith("raise NotImplementedError(")          # top-level region
+    assert out.cells[3].metadata["tags"] == ["raises-exception"]
+    assert out.cells[4].metadata["tags"] == ["raises-exception"]
+    assert "instructor note" not in src
+    assert src[5] == ex.ANSWER_PLACEHOLDER
+    assert out.cells[5].metadata["nbgrader"]["grade_id"] == "ex1.6"
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda nb: nb.cells[2].metadata["nbgrader"].update(points=5), "points"),
+    (lambda nb: setattr(nb.cells[1], "source", "### BEGIN SOLUTION\nx = 1"), "without"),
+    (lambda nb: nb.cells[3].metadata["nbgrader"].update(grade_id="ex1.5"), "duplicate"),
+    (lambda nb: setattr(nb.cells[2], "source", "print(1)"), "no visible check"),
+    (lambda nb: nb.cells[2].metadata["nbgrader"].update(grade_id="ex9.9"), "no checker"),
+])
+def test_build_errors(mutate, message):
+    nb = toy()
+    mutate(nb)
+    with pytest.raises(ex.BuildError, match=message):
+        ex.build_notebook(nb, "toy")
+
+
+# --------------------------------------------------------------------------------------
+# Every solution / exercise notebook
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", SOLUTION_FILES, ids=lambda p: p.name)
+def test_solution_notebook_structure(path):
+    nb = read(path)
+    n = int(path.name[:2])
+    head = nb.cells[0].source.splitlines()
+    assert re.fullmatch(rf"# Exercises {n} · \S.*", head[0])
+    badge = (f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+             f"(https://colab.research.google.com/github/lrnn-course/lrnn/blob/main/"
+             f"solutions/{path.name})")
+    assert badge in head
+    assert nb.cells[1].source.startswith("## Learning objectives")
+    assert nb.cells[2].source == SETUP
+    table = ex.exercise_table(nb, path.name)
+    auto = [r for r in table if r["kind"] == "test"]
+    assert len(auto) >= 4, "at least 4 autograded exercises per chapter"
+    reg = registered()
+    for row in table:
+        assert row["exercise"].startswith(f"{n}.")
+        assert row["points"] > 0
+    for i, cell in enumerate(nb.cells):
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") and not meta.get("solution"):
+            ex_id = meta["grade_id"][2:]
+            assert reg[ex_id].points == meta["points"]
+            text = "".join(o.get("text", "") for o in cell.outputs)
+            assert text.startswith(f"✓ Exercise {ex_id} "), f"cell {i}: {text[:200]}"
+            assert "✗" not in text
+        if cell.cell_type == "code":
+            assert not [o for o in cell.outputs if o.output_type == "error"], f"cell {i}"
+    headings = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    for row in table:
+        assert re.search(rf"## Exercise {re.escape(row['exercise'])} · .*\({row['points']:g} "
+                         rf"points?", headings), f"heading with points for {row['exercise']}"
+
+
+def test_enough_exercises_in_the_course():
+    auto = [r for p in SOLUTION_FILES for r in ex.exercise_table(read(p)) if r["kind"] == "test"]
+    manual = [r for p in SOLUTION_FILES for r in ex.exercise_table(read(p))
+              if r["kind"] == "manual"]
+    assert len(auto) >= 22 and len(manual) >= 2
+
+
+@pytest.mark.parametrize("path", SOLUTION_FILES, ids=lambda p: p.name)
+def test_exercise_notebook_reveals_no_solution(path):
+    sol = read(path)
+    exe = read(EXERCISES / path.name)
+    text = nbformat.writes(exe)
+    for marker in (ex.BEGIN_SOLUTION, ex.END_SOLUTION, ex.BEGIN_HIDDEN, ex.END_HIDDEN):
+        assert marker not in text
+    assert f"/blob/main/exercises/{path.name}" in exe.cells[0].source
+    hidden, visible = [], set()
+    for cell in sol.cells:
+        for kind, (begin, end) in (("solution", (ex.BEGIN_SOLUTION, ex.END_SOLUTION)),
+                                   ("hidden", (ex.BEGIN_HIDDEN, ex.END_HIDDEN))):
+            for k, value in ex._split_region(cell.source.split("\n"), begin, end, "x"):
+                if k == "region":
+                    hidden += [ln.strip() for ln in value[1] if len(ln.strip()) > 25]
+                else:
+                    visible.add(value.strip())
+    exe_sources = "\n".join(c.source for c in exe.cells)
+    leaked = [ln for ln in hidden if ln in exe_sources and ln not in visible]
+    assert not leaked, leaked[:3]
+    for cell in exe.cells:
+        if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "code":
+            assert cell.outputs == []
+            assert "NotImplementedError(\"Exercise " in cell.source
+
+
+# --------------------------------------------------------------------------------------
+# The grader on the real notebooks
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.notebook
+def test_grader_full_marks_for_solutions_zero_for_exercises(tmp_path):
+    from lrnn import grade
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for p in SOLUTION_FILES:
+        shutil.copy(p, subs / f"solution_{p.name}")
+        shutil.copy(EXERCISES / p.name, subs / f"exercise_{p.name}")
+    rows = grade.grade([subs], tmp_path / "gb.csv", timeout=300, cell_timeout=180, workers=2,
+                       solutions=SOLUTIONS, log=lambda *a: None)
+    assert len(rows) == 2 * len(SOLUTION_FILES)
+    for row in rows:
+        name = Path(row["submission"]).name
+        sol = read(SOLUTIONS / name.split("_", 1)[1])
+        table = ex.exercise_table(sol)
+        auto = {r["grade_id"]: r["points"] for r in table if r["kind"] == "test"}
+        assert row["status"] == "graded", (name, row["status"])
+        got = {gid: float(row[gid]) for gid in auto}
+        if name.startswith("solution_"):
+            assert got == auto, name
+            assert float(row["total"]) == sum(auto.values()) == float(row["max_total"])
+        else:
+            assert got == dict.fromkeys(auto, 0.0), name
+            assert float(row["total"]) == 0
+        for r in table:
+            if r["kind"] == "manual":
+                assert row[r["grade_id"]] == "manual"

@@ -1,0 +1,233 @@
+"""lrnn.ornn against a naive float64 NumPy transcription of the oRNN (oRNN eqs. 6–9 for W,
+h_t = φ(W h_{t-1} + V x_t + b) with φ(z) = max(z/10, z), §5)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.test_util import check_grads
+
+from lrnn import ornn
+
+pytestmark = pytest.mark.usefixtures("x64")
+
+
+def transition_np(U, u1=None):
+    """oRNN eqs. 6–9 with dense matrices: W = H_n(u_n) ⋯ H_{n-m+1}(u_{n-m+1}), the vectors
+    read from below the diagonal of U; for m = n the last factor is H_1(±1) (eq. 7), with
+    the sign convention of §5 (u_1 <= 0 -> -1)."""
+    U = np.asarray(U, np.float64)
+    n, m = U.shape
+    W = np.eye(n)
+    for j in range(m):
+        F = np.eye(n)
+        if n - j >= 2:
+            u = U[j:, j]
+            F[j:, j:] -= 2 * np.outer(u, u) / (u @ u)
+        else:
+            F[-1, -1] = 1.0 if u1 > 0 else -1.0
+        W = W @ F
+    return W
+
+
+def apply_np(p, u):
+    """The oRNN recurrence, one time step and one sequence at a time."""
+    p = {k: np.asarray(v, np.float64) for k, v in p.items()}
+    W = transition_np(p["U"], p.get("u1"))
+    n = W.shape[0]
+    u = np.asarray(u, np.float64)
+    flat = u.reshape(-1, *u.shape[-2:])
+    out = np.zeros(flat.shape[:2] + (n,))
+    for s, seq in enumerate(flat):
+        h = p.get("h0", np.zeros(n))
+        for t, x_t in enumerate(seq):
+            z = W @ h + p["V"] @ x_t + p["b"]
+            h = np.maximum(z / 10, z)
+            out[s, t] = h
+    return out.reshape(u.shape[:-1] + (n,))
+
+
+def random_params(rng, d_in, n, m, *, h0=True, u1=-0.3):
+    """Arbitrary values (including the part of U above the diagonal, which must be ignored)."""
+    p = {"U": rng.normal(size=(n, m)), "V": rng.normal(size=(n, d_in)) / np.sqrt(d_in),
+         "b": rng.normal(size=n) * 0.1}
+    if h0:
+        p["h0"] = rng.normal(size=n)
+    if m == n:
+        p["u1"] = np.float64(u1)
+    return p
+
+
+@pytest.mark.parametrize("m", [1, 3, 6])
+@pytest.mark.parametrize("learn_h0", [False, True])
+def test_init(m, learn_h0):
+    n, d_in = 6, 2
+    p = ornn.init(jax.random.PRNGKey(0), d_in, n, m, learn_h0=learn_h0)
+    expected = {"U", "V", "b"} | ({"h0"} if learn_h0 else set()) | ({"u1"} if m == n else set())
+    assert set(p) == expected
+    assert p["U"].shape == (n, m) and p["V"].shape == (n, d_in) and p["b"].shape == (n,)
+    U = np.asarray(p["U"])
+    np.testing.assert_array_equal(U, np.tril(U))                       # eq. 9 layout
+    if m == n:
+        assert p["u1"].shape == () and float(p["u1"]) == 1.0
+        assert np.all(U[:, -1] == 0)                                   # u_1 lives in `u1`
+    assert np.all(np.diag(U)[: min(m, n - 1)] != 0)
+    np.testing.assert_array_equal(p["b"], 0)
+    if learn_h0:
+        assert p["h0"].shape == (n,)
+    again = ornn.init(jax.random.PRNGKey(0), d_in, n, m, learn_h0=learn_h0)
+    for k in p:
+        np.testing.assert_array_equal(p[k], again[k])
+    W = np.asarray(ornn.transition(p), np.float64)
+    np.testing.assert_allclose(W @ W.T, np.eye(n), atol=1e-5)
+
+
+@pytest.mark.parametrize("n,m", [(5, 1), (5, 4), (5, 5), (1, 1)])
+@pytest.mark.parametrize("u1", [-0.3, 0.0, 2.0])
+def test_transition_orthogonal_for_any_parameters(rng, n, m, u1):
+    p = random_params(rng, 2, n, m, u1=u1)
+    W = np.asarray(ornn.transition(p))
+    np.testing.assert_allclose(W, transition_np(p["U"], p.get("u1")), atol=1e-12)
+    np.testing.assert_allclose(W @ W.T, np.eye(n), atol=1e-12)
+    sign = (1.0 if u1 > 0 else -1.0) if m == n else 1.0
+    det = (-1.0) ** (n - 1) * sign if m == n else (-1.0) ** m
+    assert np.linalg.det(W) == pytest.approx(det, abs=1e-10)
+
+
+@pytest.mark.parametrize("n,m", [(6, 2), (6, 6)])
+@pytest.mark.parametrize("batch", [(), (2, 3)])
+def test_apply_matches_numpy_loop(rng, n, m, batch):
+    d_in, L = 3, 7
+    p = random_params(rng, d_in, n, m, h0=bool(batch))
+    u = rng.normal(size=batch + (L, d_in))
+    h = np.asarray(ornn.apply(p, u))
+    assert h.shape == batch + (L, n)
+    ref = apply_np(p, u)
+    assert np.any(ref < 0)                                              # leaky branch used
+    np.testing.assert_allclose(h, ref, atol=1e-12)
+    h_j = jax.jit(ornn.apply)(p, u)
+    np.testing.assert_allclose(h_j, h, atol=1e-13)
+
+
+def test_step_matches_apply(rng):
+    n, m, d_in = 5, 3, 2
+    p = random_params(rng, d_in, n, m)
+    u = rng.normal(size=(4, 3, d_in))
+    h_all = np.asarray(ornn.apply(p, u))
+    h = np.broadcast_to(p["h0"], (4, n))
+    for t in range(3):
+        h = ornn.step(p, h, u[:, t])
+        np.testing.assert_allclose(h, h_all[:, t], atol=1e-12)
+
+
+def test_float32_default(rng):
+    u = rng.normal(size=(3, 5, 2)).astype(np.float32)
+    with jax.enable_x64(False):
+        p = ornn.init(jax.random.PRNGKey(1), 2, 8, 4)
+        h = ornn.apply(p, u)
+        assert h.dtype == jnp.float32 and p["U"].dtype == jnp.float32
+    np.testing.assert_allclose(h, apply_np(p, u), atol=1e-5)
+
+
+def test_gradients(rng):
+    n, m, d_in, L = 4, 2, 2, 3
+    p = random_params(rng, d_in, n, m)
+    u = rng.normal(size=(2, L, d_in))
+    loss = lambda q, x: jnp.sum(jnp.sin(ornn.apply(q, x)))
+    check_grads(loss, (p, u), order=1, modes=["rev"])
+    g = jax.grad(loss)(p, u)                                            # eq. 9 mask
+    assert np.all(np.asarray(g["U"])[np.triu_indices(n, 1, m)] == 0)
+
+
+def test_gradients_full_m_and_u1(rng):
+    """m = n: every parameter but u1 by finite differences; u1 gets the straight-through
+    gradient, i.e. the derivative with respect to the entry of H_1(u_1) = diag(1, …, u_1)."""
+    n, d_in, L = 3, 2, 3
+    p = random_params(rng, d_in, n, n, u1=-0.4)
+    u = rng.normal(size=(L, d_in))
+    u1 = p.pop("u1")
+    loss = lambda q, x, s: jnp.sum(jnp.sin(ornn.apply({**q, "u1": s}, x)))
+    check_grads(lambda q, x: loss(q, x, u1), (p, u), order=1, modes=["rev"])
+
+    def dense_loss(s):                                  # H_1(s) with s free, at s = -1
+        W = jnp.asarray(transition_np(p["U"], 1.0)).at[:, -1].multiply(s)   # W · H_1(s)
+        h, total = jnp.asarray(p["h0"]), 0.0
+        for x_t in u:
+            z = W @ h + p["V"] @ x_t + p["b"]
+            h = jnp.maximum(z / 10, z)
+            total = total + jnp.sum(jnp.sin(h))
+        return total
+
+    assert float(jax.grad(loss, 2)(p, u, u1)) == pytest.approx(float(jax.grad(dense_loss)(-1.0)),
+                                                               rel=1e-10)
+
+
+def test_project(rng):
+    p = random_params(rng, 2, 4, 4, u1=0.2)
+    q = ornn.project(p)
+    np.testing.assert_array_equal(q["U"], np.tril(p["U"]) * (np.arange(4) < 3))
+    assert float(q["u1"]) == 1.0
+    assert float(ornn.project({**p, "u1": 0.0})["u1"]) == -1.0
+    u = rng.normal(size=(5, 2))
+    np.testing.assert_allclose(ornn.apply(q, u), ornn.apply(p, u), atol=1e-14)
+
+
+def _shapes(jaxpr):
+    out = []
+    for eqn in jaxpr.eqns:
+        out += [tuple(v.aval.shape) for v in eqn.outvars if hasattr(v.aval, "shape")]
+        for prm in eqn.params.values():
+            for sub in (prm if isinstance(prm, (tuple, list)) else (prm,)):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    out += _shapes(inner)
+    return out
+
+
+def test_apply_never_forms_W(rng):
+    """O(n·m) per step: no (n, n) intermediate in the forward or the backward pass."""
+    n, m, d_in, L = 11, 3, 2, 4
+    p = random_params(rng, d_in, n, m)
+    u = rng.normal(size=(5, L, d_in))
+    fwd = jax.make_jaxpr(ornn.apply)(p, u).jaxpr
+    bwd = jax.make_jaxpr(jax.grad(lambda q: jnp.sum(ornn.apply(q, u) ** 2)))(p).jaxpr
+    for shapes in (_shapes(fwd), _shapes(bwd)):
+        assert shapes and all(s.count(n) <= 1 for s in shapes)
+    assert any(s.count(n) >= 2 for s in _shapes(jax.make_jaxpr(ornn.transition)(p).jaxpr))
+
+
+def test_errors_name_the_argument(rng):
+    key = jax.random.PRNGKey(0)
+    with pytest.raises(ValueError, match="`n_reflections`.*at most d_hidden = 4"):
+        ornn.init(key, 2, 4, 5)
+    with pytest.raises(ValueError, match="`d_hidden`"):
+        ornn.init(key, 2, 0, 1)
+    with pytest.raises(ValueError, match="`d_in`"):
+        ornn.init(key, 2.5, 4, 1)
+    p = random_params(rng, 2, 4, 2)
+    with pytest.raises(ValueError, match="`u`.*d_in = 2"):
+        ornn.apply(p, rng.normal(size=(5, 3)))
+    with pytest.raises(ValueError, match="`u`.*\\(\\.\\.\\., L, d_in\\)"):
+        ornn.apply(p, rng.normal(size=(2,)))
+    with pytest.raises(ValueError, match="`x_t`.*d_in = 2"):
+        ornn.step(p, np.zeros(4), np.zeros(3))
+    with pytest.raises(ValueError, match="`h`.*n = 4"):
+        ornn.step(p, np.zeros(3), np.zeros(2))
+    with pytest.raises(ValueError, match="`x_t`.*batch"):
+        ornn.step(p, np.zeros((2, 4)), np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="`params\\['U'\\]`.*at most n = 4"):
+        ornn.apply({**p, "U": rng.normal(size=(4, 5))}, rng.normal(size=(5, 2)))
+    with pytest.raises(ValueError, match="`params`.*'u1'"):
+        ornn.apply({**p, "U": rng.normal(size=(4, 4))}, rng.normal(size=(5, 2)))
+    with pytest.raises(ValueError, match="`params\\['u1'\\]`"):
+        ornn.apply({**p, "u1": 1.0}, rng.normal(size=(5, 2)))
+    with pytest.raises(ValueError, match="`params\\['V'\\]`"):
+        ornn.apply({**p, "V": rng.normal(size=(3, 2))}, rng.normal(size=(5, 2)))
+    with pytest.raises(ValueError, match="`params\\['b'\\]`"):
+        ornn.apply({**p, "b": np.zeros(3)}, rng.normal(size=(5, 2)))
+    with pytest.raises(ValueError, match="`params\\['h0'\\]`"):
+        ornn.apply({**p, "h0": np.zeros(5)}, rng.normal(size=(5, 2)))
+    with pytest.raises(ValueError, match="`params`.*'V'"):
+        ornn.apply({"U": p["U"], "b": p["b"]}, rng.normal(size=(5, 2)))
+    zero = {**p, "U": np.tril(np.ones((4, 2))) * np.array([1.0, 0.0])}
+    with pytest.raises(ValueError, match="`params\\['U'\\]`.*zero vector"):
+        ornn.apply(zero, rng.normal(size=(5, 2)))
