@@ -286,3 +286,13 @@ def test_expect_close_helpers():
 
 def test_lazy_submodule_access():
     assert lrnn.check.check is check
+
+
+def test_forbid_blocks_the_reference_and_restores_it():
+    from lrnn.check import ForbiddenCall, forbid
+    with forbid("lrnn.lru.forward_blowup", "lrnn.linear_scan"):
+        with pytest.raises(ForbiddenCall, match="must not call lrnn.lru.forward_blowup"):
+            lrnn.lru.forward_blowup(0.1, 0.2)
+        with pytest.raises(ForbiddenCall):
+            lrnn.linear_scan(np.ones(2), np.ones((3, 2)))
+    assert lrnn.lru.forward_blowup(0.5, 0.5) == pytest.approx(1 / 0.75)

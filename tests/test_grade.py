@@ -60,6 +60,8 @@ CRASHING_KERNEL = '''def kernel(A, B, C, L):
 LOOPING_CONVOLVE = '''def convolve(K, u):
     while True:
         pass'''
+CHEATING_OPERATOR = '''def binary_operator(left, right):
+    return lrnn.scan.binary_operator(left, right)'''
 KILLING_RADIUS = '''def spectral_radius(A):
     import os
     os._exit(1)'''
@@ -78,20 +80,23 @@ def graded(tmp_path_factory):
     sub = base / "submissions"
     sub.mkdir()
     cases = {
-        "full_01_linear_recurrence.ipynb": submission(),
+        "full_01_linear_recurrence.ipynb": submission(before_first_test=[
+            'assert open("notes.txt").read() == "beside the submission"']),
         "one_wrong_01_linear_recurrence.ipynb": submission({"ex1.5-solution": WRONG_RADIUS}),
         "crash_01_linear_recurrence.ipynb": submission(
             {"ex1.3-solution": CRASHING_KERNEL},
             before_first_test=['raise RuntimeError("a crash at top level")']),
         "loop_01_linear_recurrence.ipynb": submission({"ex1.4-solution": LOOPING_CONVOLVE}),
+        "cheat_01_linear_recurrence.ipynb": submission({"ex1.1-solution": CHEATING_OPERATOR}),
         "chaos_01_linear_recurrence.ipynb": submission(
             {"ex1.5-solution": KILLING_RADIUS},
             before_first_test=[FLOOD, DELETE_EVERYTHING, "import sys\nsys.exit(3)"]),
     }
     for name, nb in cases.items():
         nbformat.write(nb, sub / name)
-    shutil.copy(FIXTURES / "unparseable_01_linear_recurrence.ipynb", sub)
-    shutil.copy(FIXTURES / "not_a_notebook.ipynb", sub)
+    (sub / "notes.txt").write_text("beside the submission", encoding="utf-8")
+    for name in ("unparseable_01_linear_recurrence.ipynb", "not_a_notebook.ipynb"):
+        shutil.copy(FIXTURES / f"{name}.txt", sub / name)     # .txt: no collector picks them up
     out = base / "gradebook.csv"
     feedback = base / "feedback"
     start = time.monotonic()
@@ -116,6 +121,8 @@ def test_full_marks(graded):
     row = graded["rows"]["full_01_linear_recurrence.ipynb"]
     assert scores(row) == FULL and float(row["total"]) == 14 and row["status"] == "graded"
     assert row["ex1.6"] == "manual"
+    text = feedback_of(graded, "full_01_linear_recurrence.ipynb")
+    assert "raised" not in text                      # it could read the file beside it
 
 
 def test_one_wrong_exercise_scores_exactly_the_rest(graded):
@@ -141,6 +148,13 @@ def test_infinite_loop_is_interrupted(graded):
     assert "ran longer than" in text and "infinite loop" in text
 
 
+def test_calling_the_reference_is_caught_by_hidden_tests(graded):
+    row = graded["rows"]["cheat_01_linear_recurrence.ipynb"]
+    assert scores(row) == dict(FULL, **{"ex1.1": 0})
+    text = feedback_of(graded, "cheat_01_linear_recurrence.ipynb")
+    assert "must not call lrnn.scan.binary_operator" in text
+
+
 def test_exit_kernel_death_flood_and_deleted_files(graded):
     row = graded["rows"]["chaos_01_linear_recurrence.ipynb"]
     assert scores(row) == dict(FULL, **{"ex1.5": 0})
@@ -150,6 +164,7 @@ def test_exit_kernel_death_flood_and_deleted_files(graded):
     assert re.search(r"printed [\d,]{9,} bytes of output; the grader kept the first", text)
     assert len(text) < 50_000                       # the flood is not copied into feedback
     assert (graded["sub"] / "chaos_01_linear_recurrence.ipynb").exists()
+    assert (graded["sub"] / "notes.txt").read_text(encoding="utf-8") == "beside the submission"
 
 
 def test_unparseable_files(graded):
@@ -169,7 +184,7 @@ def test_gradebook_layout(graded):
     assert header[:4] == ["submission", "sha256", "assignment", "status"]
     assert header[-2:] == ["total", "max_total"]
     assert header[4:-2] == [*FULL, "ex1.6"]
-    assert len(rows) == 7 == len({r["submission"] for r in rows})
+    assert len(rows) == 8 == len({r["submission"] for r in rows})
     assert not [p for p in graded["out"].parent.iterdir() if p.name.endswith(".tmp")]
 
 
@@ -179,7 +194,7 @@ def test_rerun_skips_graded_and_keeps_other_rows(graded):
     g.grade([graded["sub"]], graded["out"], solutions=SOLUTIONS, feedback_dir=graded["feedback"],
             log=logs.append)
     assert time.monotonic() - start < 10
-    assert len([m for m in logs if m.startswith("skip")]) == 7
+    assert len([m for m in logs if m.startswith("skip")]) == 8
     assert graded["out"].read_bytes() == graded["csv"]
 
 

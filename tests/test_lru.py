@@ -94,7 +94,7 @@ def test_ring_from_uniforms_is_lemma_3_2(rng):
 @pytest.mark.parametrize("bidirectional", [False, True])
 def test_init_matches_appendix_code(bidirectional):
     key = jax.random.key(7)
-    h, n, r_min, r_max, max_phase = 3, 6, 0.4, 0.99, math.pi / 10
+    h, n, r_min, r_max, max_phase = 3, 4, 0.4, 0.99, math.pi / 10
     params = lru.init(key, h, n, r_min=r_min, r_max=r_max, max_phase=max_phase,
                       bidirectional=bidirectional)
     # The draws, from the random streams documented in lru.init / lru.ring_init.
@@ -114,9 +114,9 @@ def test_init_matches_appendix_code(bidirectional):
 
 
 def test_init_is_deterministic_in_the_key():
-    a = lru.init(jax.random.key(0), 4, 8)
-    b = lru.init(jax.random.key(0), 4, 8)
-    c = lru.init(jax.random.key(1), 4, 8)
+    a = lru.init(jax.random.key(0), 3, 4)
+    b = lru.init(jax.random.key(0), 3, 4)
+    c = lru.init(jax.random.key(1), 3, 4)
     for name in a:
         np.testing.assert_array_equal(a[name], b[name])
         assert not np.allclose(a[name], c[name]), name
@@ -124,14 +124,16 @@ def test_init_is_deterministic_in_the_key():
 
 def test_eigenvalues_lie_on_the_ring_with_bounded_phase():
     r_min, r_max, max_phase = 0.6, 0.9, math.pi / 3
-    params = lru.init(jax.random.key(3), 2, 2000, r_min=r_min, r_max=r_max, max_phase=max_phase)
-    lam = np.asarray(lru.eigenvalues(params))
+    nu_log, theta_log = lru.ring_init(jax.random.key(3), 20000, r_min, r_max, max_phase)
+    lam = np.asarray(lru.eigenvalues(dict(nu_log=nu_log, theta_log=theta_log)))
     mod = np.abs(lam)
     assert np.all(mod >= r_min - 1e-12) and np.all(mod <= r_max + 1e-12)
-    phase = np.exp(np.asarray(params["theta_log"]))
+    phase = np.exp(np.asarray(theta_log))
     assert np.all(phase >= 0) and np.all(phase <= max_phase)
     np.testing.assert_allclose(np.angle(lam), phase, atol=1e-12)      # phases < π here
     # γ normalisation (§3.4): exp(γ_log) = sqrt(1 - |λ|²).
+    params = lru.init(jax.random.key(3), 3, 4, r_min=r_min, r_max=r_max, max_phase=max_phase)
+    mod = np.abs(np.asarray(lru.eigenvalues(params)))
     np.testing.assert_allclose(np.exp(params["gamma_log"]), np.sqrt(1 - mod ** 2), rtol=1e-12)
 
 
@@ -176,7 +178,7 @@ def test_hidden_states_and_apply_match_naive_loop(method, bidirectional, shape, 
 
 
 def test_impulse_response_is_the_convolution_kernel(rng):
-    params = lru.init(jax.random.key(2), 3, 5, r_min=0.5, r_max=0.95)
+    params = lru.init(jax.random.key(2), 3, 4, r_min=0.5, r_max=0.95)
     length = 9
     u = rng.standard_normal((length, 3))
     K = np.asarray(lru.impulse_response(params, length))
@@ -190,8 +192,8 @@ def test_impulse_response_is_the_convolution_kernel(rng):
 
 
 def test_gradients_are_finite_and_correct(rng):
-    params = lru.init(jax.random.key(4), 2, 3, r_min=0.5, r_max=0.9)
-    u = rng.standard_normal((4, 2))
+    params = lru.init(jax.random.key(4), 3, 4, r_min=0.5, r_max=0.9)
+    u = rng.standard_normal((4, 3))
     grads = jax.grad(lambda p: jnp.sum(lru.apply(p, u) ** 2))(params)
     assert all(np.all(np.isfinite(g)) for g in grads.values())
     jax.test_util.check_grads(lambda p: lru.apply(p, u, method="sequential"), (params,),
@@ -279,12 +281,12 @@ def test_gamma_normalisation_keeps_the_state_at_input_scale():
 ])
 def test_init_rejects_bad_ring(kwargs, name):
     with pytest.raises(ValueError, match=f"`{name}`"):
-        lru.init(jax.random.key(0), 2, 4, **kwargs)
+        lru.init(jax.random.key(0), 3, 4, **kwargs)
 
 
 def test_init_error_names_value_and_expectation():
     with pytest.raises(ValueError, match=r"`r_min`: got 0\.9, expected .*r_max = 0\.5"):
-        lru.init(jax.random.key(0), 2, 4, r_min=0.9, r_max=0.5)
+        lru.init(jax.random.key(0), 3, 4, r_min=0.9, r_max=0.5)
 
 
 @pytest.mark.parametrize("d_model, d_state, name", [(0, 4, "d_model"), (2, 2.5, "d_state"),
@@ -308,8 +310,8 @@ def test_forward_blowup_and_impulse_response_errors():
         lru.forward_blowup(0.9, 0.5)
     with pytest.raises(ValueError, match="`r_max`"):
         lru.forward_blowup(0.1, 1.2)
-    bi = lru.init(jax.random.key(0), 2, 3, bidirectional=True)
+    bi = lru.init(jax.random.key(0), 3, 4, bidirectional=True)
     with pytest.raises(ValueError, match="`params`"):
         lru.impulse_response(bi, 4)
     with pytest.raises(ValueError, match="`L`"):
-        lru.impulse_response(lru.init(jax.random.key(0), 2, 3), 0)
+        lru.impulse_response(lru.init(jax.random.key(0), 3, 4), 0)

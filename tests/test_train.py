@@ -75,7 +75,7 @@ def test_checkpoint_round_trip_and_config_check(tmp_path):
 
 def test_schedule_warmup_and_cosine():
     sched = train.schedule(1e-2, 100, 0.1)
-    assert float(sched(0)) == pytest.approx(1e-7, rel=1e-3)
+    assert float(sched(0)) == pytest.approx(1e-7, abs=1e-9)
     assert float(sched(10)) == pytest.approx(1e-2)
     assert float(sched(5)) == pytest.approx(1e-7 + 0.5 * (1e-2 - 1e-7))
     assert float(sched(55)) == pytest.approx(1e-7 + 0.5 * (1e-2 - 1e-7), rel=1e-4)   # cosine midpoint

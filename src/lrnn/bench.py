@@ -260,6 +260,12 @@ def device_info(device):
         info["compute_capability"] = str(cc)
     import os
     info["cpu_count"] = os.cpu_count()
+    try:
+        with open("/proc/cpuinfo") as f:
+            info["cpu_model"] = next(line.split(":", 1)[1].strip() for line in f
+                                     if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
     if hasattr(os, "getloadavg"):                # other work on the machine skews CPU timings
         info["load_average_1_5_15min"] = [round(v, 2) for v in os.getloadavg()]
     return info

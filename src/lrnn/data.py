@@ -415,7 +415,9 @@ def load(task: str, *, seq_len: int | None = None, seed: int = 0, n_test: int = 
     * ``smnist`` / ``psmnist``: the 4 000/1 000 split of :func:`small_mnist`; ``seq_len`` must
       be 784 or None; ``n_test`` is ignored.
     * ``listops``: ``seq_len`` = max length (default 1000), ``n_train`` training expressions
-      (default 10 000), ``n_test`` test ones, drawn with different seeds.
+      (default 10 000), ``n_test`` test ones, drawn with different seeds (a short expression
+      can occur in both). Padding is an ordinary token to the model, so mean pooling
+      averages over it too.
     """
     require_choice("task", task, TASKS)
     require_positive_int("n_test", n_test)

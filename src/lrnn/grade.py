@@ -11,11 +11,12 @@ For every submission:
 2. every autograded test cell is replaced by the solution's cell with the same ``grade_id``
    (visible ``check`` plus hidden tests); a missing one is appended at the end;
 3. the notebook runs in a fresh kernel through ``nbclient`` in a separate process, in a
-   temporary directory, with ``LRNN_GRADING=1`` (a failing ``check`` raises there), errors
-   allowed (a crash in one cell does not stop the others), a per-cell time limit (the cell is
-   interrupted) and a per-notebook limit (the process and its kernel are killed), the output
-   kept per cell capped; if the kernel dies (``os._exit``, a crash) it is restarted and the
-   notebook re-run without the cells that killed it;
+   temporary directory (a copy of the notebook and of the plain files beside it, so that
+   deleting files harms nothing), with ``LRNN_GRADING=1`` (a failing ``check`` raises
+   there), errors allowed (a crash in one cell does not stop the others), a per-cell time
+   limit (the cell is interrupted) and a per-notebook limit (the process and its kernel are
+   killed), the output kept per cell capped; if the kernel dies (``os._exit``, a crash) it is
+   restarted and the notebook re-run without the cells that killed it;
 4. an exercise scores its points when its test cell ran without an exception. Hand-graded
    answers are reported as ``manual`` (0 automatic points).
 
@@ -272,12 +273,38 @@ def _kill_tree(proc, state_pids):
         pass
 
 
-def run_notebook(nb, *, timeout: float, cell_timeout: float, max_output: int) -> dict:
-    """Run ``nb`` in a fresh kernel in a separate process; return the progress record plus
-    ``timed_out`` (the notebook limit was hit)."""
+SIBLING_FILE_LIMIT = 20 * 2 ** 20
+SIBLING_TOTAL_LIMIT = 100 * 2 ** 20
+
+
+def copy_siblings(folder, workdir):
+    """Copy the plain files beside a submission (data it may read) into its working
+    directory: not other notebooks, not subfolders, nothing over 20 MiB, at most 100 MiB."""
+    total = 0
+    for p in sorted(Path(folder).iterdir()):
+        try:
+            if not p.is_file() or p.is_symlink() or p.suffix == ".ipynb" or \
+                    p.name.startswith("."):
+                continue
+            size = p.stat().st_size
+            if size > SIBLING_FILE_LIMIT or total + size > SIBLING_TOTAL_LIMIT:
+                continue
+            shutil.copy(p, workdir / p.name)
+            total += size
+        except OSError:
+            continue
+
+
+def run_notebook(nb, *, timeout: float, cell_timeout: float, max_output: int,
+                 folder=None) -> dict:
+    """Run ``nb`` in a fresh kernel in a separate process, in a temporary working directory
+    (holding a copy of the notebook and of the files of ``folder``); return the progress
+    record plus ``timed_out`` (the notebook limit was hit)."""
     with tempfile.TemporaryDirectory(prefix="lrnn-grade-") as tmp:
         workdir = Path(tmp) / "work"
         workdir.mkdir()
+        if folder is not None:
+            copy_siblings(folder, workdir)
         notebook = Path(tmp) / "submission.ipynb"
         nbformat.write(nb, notebook)
         shutil.copy(notebook, workdir / "submission.ipynb")
@@ -383,7 +410,7 @@ def grade_submission(path, solutions: dict, *, timeout=DEFAULT_TIMEOUT,
     else:
         prepared, where, answers = prepare(nb, sol["table"])
         run = run_notebook(prepared, timeout=timeout, cell_timeout=cell_timeout,
-                           max_output=max_output)
+                           max_output=max_output, folder=path.parent)
         status = "graded"
         if run.get("timed_out"):
             status = "notebook time limit"

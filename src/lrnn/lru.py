@@ -25,7 +25,6 @@ and ``C`` reads both halves.
 from __future__ import annotations
 
 import math
-import numbers
 
 import jax
 import jax.numpy as jnp
@@ -37,27 +36,33 @@ from .scan import linear_scan
 TWO_PI = 2 * math.pi
 
 
-def _require_real_number(name, value):
-    if (not isinstance(value, numbers.Real) or isinstance(value, bool)
-            or not math.isfinite(value)):
+def _real_number(name, value) -> float:
+    """``value`` as a float: a finite real scalar (Python, NumPy or 0-d JAX), not a bool."""
+    ok = (np.ndim(value) == 0 and not isinstance(value, (bool, np.bool_))
+          and np.issubdtype(np.asarray(value).dtype, np.number)
+          and not np.iscomplexobj(value))
+    if not ok or not math.isfinite(float(value)):
         fail(name, value, "a finite real number")
+    return float(value)
 
 
 def _check_ring(r_min, r_max):
-    _require_real_number("r_min", r_min)
-    _require_real_number("r_max", r_max)
+    r_min = _real_number("r_min", r_min)
+    r_max = _real_number("r_max", r_max)
     if not 0.0 <= r_min <= 1.0:
         fail("r_min", r_min, "a radius with 0 <= r_min <= r_max <= 1")
     if not 0.0 <= r_max <= 1.0:
         fail("r_max", r_max, "a radius with 0 <= r_min <= r_max <= 1")
     if r_min > r_max:
         fail("r_min", r_min, f"a radius no larger than r_max = {r_max!r} (0 <= r_min <= r_max <= 1)")
+    return r_min, r_max
 
 
 def _check_phase(max_phase):
-    _require_real_number("max_phase", max_phase)
+    max_phase = _real_number("max_phase", max_phase)
     if max_phase <= 0:
         fail("max_phase", max_phase, "a positive angle in radians (e.g. 2π, or π/50 for PathX)")
+    return max_phase
 
 
 # ----------------------------------------------------------------------------------------
@@ -74,8 +79,8 @@ def ring_from_uniforms(u1, u2, *, r_min=0.0, r_max=1.0, max_phase=TWO_PI):
 
     ``u1 = 1`` with ``r_max = 1`` gives ``|λ| = 1`` (``nu_log = -inf``); ``u2 = 0`` gives
     ``θ = 0`` (``theta_log = -inf``); both are exact limits, as in the paper's code."""
-    _check_ring(r_min, r_max)
-    _check_phase(max_phase)
+    r_min, r_max = _check_ring(r_min, r_max)
+    max_phase = _check_phase(max_phase)
     u1 = jnp.asarray(u1)
     u2 = jnp.asarray(u2)
     nu_log = jnp.log(-0.5 * jnp.log(u1 * (r_max ** 2 - r_min ** 2) + r_min ** 2))
@@ -90,8 +95,8 @@ def ring_init(key, n, r_min=0.0, r_max=1.0, max_phase=TWO_PI):
     order) and returns ``ring_from_uniforms(u1, u2, ...)``: ``(nu_log, theta_log)``, each
     of shape ``(n,)``."""
     require_positive_int("n", n)
-    _check_ring(r_min, r_max)
-    _check_phase(max_phase)
+    r_min, r_max = _check_ring(r_min, r_max)
+    max_phase = _check_phase(max_phase)
     k1, k2 = jax.random.split(key)
     u1 = jax.random.uniform(k1, (n,))
     u2 = jax.random.uniform(k2, (n,))
@@ -122,8 +127,8 @@ def init(key, d_model, d_state, *, r_min=0.0, r_max=1.0, max_phase=TWO_PI, bidir
     """
     require_positive_int("d_model", d_model)
     require_positive_int("d_state", d_state)
-    _check_ring(r_min, r_max)
-    _check_phase(max_phase)
+    r_min, r_max = _check_ring(r_min, r_max)
+    max_phase = _check_phase(max_phase)
     k_ring, k_bre, k_bim, k_cre, k_cim, k_d = jax.random.split(key, 6)
     h, n = d_model, d_state
     nu_log, theta_log = ring_init(k_ring, n, r_min, r_max, max_phase)

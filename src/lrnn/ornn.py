@@ -81,13 +81,19 @@ def _sign_u1_jvp(primals, tangents):
     return sign_u1(u1), jnp.asarray(t, jnp.result_type(u1, float))
 
 
+def _fail_params(params, expected):
+    got = f"a dict with keys {sorted(params)}" if isinstance(params, dict) else \
+        f"an object of type {type(params).__name__}"
+    raise ValueError(f"`params`: got {got}, expected {expected}.")
+
+
 def _unpack(params):
     """Validate ``params`` and return ``(reflection columns, u1 sign or None, V, b, h0)``."""
     if not isinstance(params, dict):
-        fail("params", params, "a dict with keys 'U', 'V', 'b' (from lrnn.ornn.init)")
+        _fail_params(params, "a dict with keys 'U', 'V', 'b' (from lrnn.ornn.init)")
     for name in ("U", "V", "b"):
         if name not in params:
-            fail("params", params, f"a dict with key {name!r} (from lrnn.ornn.init)")
+            _fail_params(params, f"a dict with key {name!r} (from lrnn.ornn.init)")
     U = jnp.asarray(params["U"])
     if U.ndim != 2:
         fail("params['U']", U, "shape (n, m) (oRNN eq. 9)")
@@ -96,7 +102,7 @@ def _unpack(params):
         fail("params['U']", U, f"at most n = {n} columns (m <= n, oRNN eq. 8)")
     if m == n:
         if "u1" not in params:
-            fail("params", params, "a key 'u1' (a scalar) when U has m = n columns")
+            _fail_params(params, "a key 'u1' (a scalar) when U has m = n columns")
         u1 = jnp.asarray(params["u1"])
         if u1.shape != ():
             fail("params['u1']", u1, "a scalar (oRNN eq. 7)")

@@ -1,5 +1,17 @@
 """Orthogonal maps: the skew-symmetric exponential (RotRNN Lemma 2), block-diagonal rotations
-(RotRNN Lemma 3, eq. 14), and Householder reflections in compact WY form (oRNN §4)."""
+(RotRNN Lemma 3, eq. 14), and Householder reflections in compact WY form (oRNN §4).
+
+Rotations: ``skew_expm(M)``, ``block_rotation(theta)``, ``rotate_pairs(x, theta)``.
+Reflections (oRNN): ``householder(u)`` (eq. 6), ``householder_product(U, u1_sign)`` (eqs. 7–9,
+dense ``W``), ``wy_matrix(U, u1_sign)`` (Prop. 1, dense), ``wy_transform(U, h, u1_sign)``
+(``W h`` in O(n·m), Algorithm 1), ``householder_qr(A)`` (Algorithm 2, Theorem 1).
+
+Layout of ``U`` (oRNN eq. 9): shape ``(n, m)``, ``m <= n``; column ``j`` (0-based) holds the
+reflection vector ``u_{n-j} ∈ R^{n-j}`` in rows ``j, …, n-1``; entries above are ignored
+(masked). When ``m = n`` the product ends with ``H_1(u_1) = diag(1, …, 1, u_1)`` (eq. 7),
+which is not a reflection: ``u_1 = ±1`` is passed as ``u1_sign`` and the last column of ``U``
+is ignored.
+"""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -169,6 +181,8 @@ def householder_product(U, u1_sign=None):
     So ``W = H(U[:,0]) ⋯ H(U[:,n-2]) · H_1(u1_sign)`` and ``det W = (-1)^(n-1) · u1_sign``;
     for ``m < n``, ``det W = (-1)^m``. By Theorem 1 every orthogonal matrix is reached when
     ``m = n`` (see ``householder_qr``).
+
+    Computed by applying the reflections to the columns of ``I`` (Algorithm 1), O(n²·m).
 
     Args:
       U: shape ``(n, m)`` with ``m <= n``.

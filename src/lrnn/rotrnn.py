@@ -36,10 +36,10 @@ rescaling ``x_1`` to norm exactly 1 would not.)
 from __future__ import annotations
 
 import math
-import numbers
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ._validate import fail, require_ndim_at_least, require_positive_int
 from .orthogonal import block_rotation, skew_expm
@@ -48,10 +48,14 @@ from .scan import rotation_scan
 TWO_PI = 2 * math.pi
 
 
-def _require_real_number(name, value):
-    if (not isinstance(value, numbers.Real) or isinstance(value, bool)
-            or not math.isfinite(value)):
+def _real_number(name, value) -> float:
+    """``value`` as a float: a finite real scalar (Python, NumPy or 0-d JAX), not a bool."""
+    ok = (np.ndim(value) == 0 and not isinstance(value, (bool, np.bool_))
+          and np.issubdtype(np.asarray(value).dtype, np.number)
+          and not np.iscomplexobj(value))
+    if not ok or not math.isfinite(float(value)):
         fail(name, value, "a finite real number")
+    return float(value)
 
 
 def head_size(d_state, n_heads) -> int:
@@ -59,7 +63,8 @@ def head_size(d_state, n_heads) -> int:
     require_positive_int("d_state", d_state)
     require_positive_int("n_heads", n_heads)
     if d_state % n_heads:
-        fail("n_heads", n_heads, f"a divisor of d_state = {d_state} (every head has d_state / n_heads states)")
+        fail("n_heads", n_heads,
+             f"a divisor of d_state = {d_state} (every head has d_state / n_heads states)")
     n = d_state // n_heads
     if n % 2:
         fail("d_state", d_state,
@@ -96,9 +101,9 @@ def init(key, d_model, d_state, n_heads, *, gamma_min=0.9, gamma_max=0.999, max_
     """
     require_positive_int("d_model", d_model)
     n = head_size(d_state, n_heads)
-    _require_real_number("gamma_min", gamma_min)
-    _require_real_number("gamma_max", gamma_max)
-    _require_real_number("max_phase", max_phase)
+    gamma_min = _real_number("gamma_min", gamma_min)
+    gamma_max = _real_number("gamma_max", gamma_max)
+    max_phase = _real_number("max_phase", max_phase)
     if not 0.0 < gamma_min < 1.0:
         fail("gamma_min", gamma_min, "a decay in the open interval (0, 1)")
     if not 0.0 < gamma_max < 1.0:

@@ -47,16 +47,12 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ._validate import describe_value
+from ._validate import fail as _fail
 
 __all__ = ["explore", "build", "Explorer"]
 
 HTML_CLASS = "lrnn-explore"
 FRAME_COLORS = 64          # palette size of the precomputed frames (the live figure is full colour)
-
-
-def _fail(name: str, value, expected: str):
-    raise ValueError(f"`{name}`: got {describe_value(value)}, expected {expected}.")
 
 
 def _label(value) -> str:

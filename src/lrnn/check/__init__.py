@@ -12,9 +12,9 @@ import importlib
 import pkgutil
 
 from ._core import (GRADING_ENV, REGISTRY, RESULTS, CheckFailure, Exercise, ExerciseFailed,
-                    NotImplementedYet, Result, StudentError, alternative, as_array, call, check,
+                    ForbiddenCall, NotImplementedYet, Result, StudentError, alternative, as_array, call, check,
                     crandn, describe, exercise, expect, expect_close, expect_dtype, expect_shape,
-                    get, grading, randn, run, unit_disk, when)
+                    forbid, get, grading, randn, run, unit_disk, when)
 
 _loaded = False
 
@@ -41,4 +41,4 @@ __all__ = ["check", "run", "exercise", "exercises", "get", "Exercise", "Result",
            "ExerciseFailed", "StudentError", "NotImplementedYet", "call", "expect",
            "expect_close", "expect_shape", "expect_dtype", "as_array", "alternative", "when",
            "describe", "randn", "crandn", "unit_disk", "grading", "GRADING_ENV", "REGISTRY",
-           "RESULTS", "load_all"]
+           "RESULTS", "load_all", "forbid", "ForbiddenCall"]

@@ -477,6 +477,44 @@ def unit_disk(rng, *shape, r_min=0.3, r_max=0.95, dtype=np.complex64):
 
 
 # ---------------------------------------------------------------------------------------
+# Hidden tests: the student must not just call the reference
+# ---------------------------------------------------------------------------------------
+
+class ForbiddenCall(AssertionError):
+    pass
+
+
+class forbid:
+    """Context manager for hidden tests: while active, calling any of ``targets`` (dotted
+    names such as ``"lrnn.lru.hidden_states"``) raises ``ForbiddenCall``. Compute the
+    reference *before* entering it. (A name the student bound with ``from … import …`` before
+    is not caught.)"""
+
+    def __init__(self, *targets: str):
+        self.targets = targets
+        self.saved = []
+
+    def __enter__(self):
+        import importlib
+        for target in self.targets:
+            module_name, attr = target.rsplit(".", 1)
+            module = importlib.import_module(module_name)
+            original = getattr(module, attr)
+
+            def blocked(*args, _target=target, **kwargs):
+                raise ForbiddenCall(f"this exercise must not call {_target}: write it yourself.")
+            self.saved.append((module, attr, original))
+            setattr(module, attr, blocked)
+        return self
+
+    def __exit__(self, *exc):
+        for module, attr, original in reversed(self.saved):
+            setattr(module, attr, original)
+        self.saved = []
+        return False
+
+
+# ---------------------------------------------------------------------------------------
 # check()
 # ---------------------------------------------------------------------------------------
 
