@@ -13,7 +13,8 @@ rendered DOM (after JavaScript ran):
   Colab badge) are counted but not checked, as the check may run offline;
 * explorable figures respond: each `lrnn.widgets` slider is moved once by the page itself
   (`?lrnn-selftest` in the URL) and must switch its image;
-* no traceback or error output anywhere in the text.
+* no traceback or error output in the text, except in cells tagged `raises-exception` (an
+  exercise stub that is meant to raise until the student fills it in), which are counted.
 
 The pages are served from a local HTTP server. The site loads MathJax from its CDN; where there is
 no network, `--mathjax DIR` (an `npm install mathjax@3` folder) is served in its place — the built
@@ -49,14 +50,24 @@ PROBE = """<script>
   var local=imgs.filter(function(i){return i.src.indexOf(location.origin)===0||i.src.indexOf('data:')===0;});
   var broken=local.filter(function(i){return !(i.complete&&i.naturalWidth>0);}).map(function(i){return (i.getAttribute('src')||'').slice(0,80);});
   var explorers=[].slice.call(document.querySelectorAll('.lrnn-explore')).map(function(e){return e.dataset.selftest||'no-result';});
-  var text=document.body.innerText||'';
+  // a cell tagged raises-exception (an exercise stub, a demonstrated error) may show its traceback
+  var errors=[].slice.call(document.querySelectorAll('.output.error, .output.traceback'));
+  var expected=errors.filter(function(e){return e.closest('.tag_raises-exception');});
+  var clone=document.body.cloneNode(true);
+  [].slice.call(clone.querySelectorAll('.tag_raises-exception .output')).forEach(function(e){e.remove();});
+  var unexpected=clone.textContent||'';
   var out={images:local.length,external_images:imgs.length-local.length,broken:broken,
    math:document.querySelectorAll('mjx-container').length,
-   math_errors:document.querySelectorAll('mjx-merror, .MathJax_Error').length,
+   math_errors:[].slice.call(document.querySelectorAll('mjx-merror, .MathJax_Error')).slice(0,5).map(function(e){
+     return e.getAttribute('data-mjx-error')||e.textContent||'';}),
+   math_error_sources:(function(){var out=[];try{MathJax.startup.document.math.forEach(function(m){
+     if(out.length<5&&m.root&&/merror/.test(m.root.toString())){out.push(String(m.math).slice(0,120));}});}catch(err){}
+     return out;})(),
    math_source:document.querySelectorAll('.math, span.math, div.math').length,
    explorers:explorers,
-   traceback:/Traceback \\(most recent call last\\)/.test(text),
-   error_outputs:document.querySelectorAll('.output.error, .output.traceback, .cell_output .error').length};
+   traceback:/Traceback \\(most recent call last\\)/.test(unexpected),
+   error_outputs:errors.length-expected.length,
+   expected_errors:expected.length};
   document.body.setAttribute('data-lrnn-check', JSON.stringify(out));
  }
  function whenReady(){
@@ -138,14 +149,14 @@ def check_page(binary: str, url: str, png: Path, width: int, height: int, budget
         if result["math_source"] and not result["math"]:
             problems.append(f"{result['math_source']} maths element(s) but no rendered MathJax")
         if result["math_errors"]:
-            problems.append(f"{result['math_errors']} MathJax error(s)")
+            problems.append(f"MathJax error(s): {result['math_errors']} in {result['math_error_sources']}")
         if result["broken"]:
             problems.append(f"{len(result['broken'])} image(s) did not load: {result['broken'][:3]}")
         bad = [s for s in result["explorers"] if s not in ("pass", "single-frame")]
         if bad:
             problems.append(f"explorable figure slider(s) did not respond: {bad}")
         if result["traceback"] or result["error_outputs"]:
-            problems.append("traceback or error output on the page")
+            problems.append("traceback or error output on the page (outside raises-exception cells)")
     if not png.is_file():
         problems.append("no screenshot")
     return {"url": url, "screenshot": str(png), "dom": result, "problems": problems}
@@ -187,7 +198,7 @@ def main(argv=None) -> int:
             status = "ok " if not result["problems"] else "BAD"
             failed += bool(result["problems"])
             print(f"{status} {page}: {dom.get('images', '?')} images, {dom.get('math', '?')} maths, "
-                  f"sliders {dom.get('explorers', '?')}" +
+                  f"sliders {dom.get('explorers', '?')}, expected exceptions {dom.get('expected_errors', '?')}" +
                   ("" if not result["problems"] else "\n    - " + "\n    - ".join(result["problems"])))
     finally:
         server.shutdown()

@@ -103,6 +103,8 @@ def test_html_is_escaped_and_self_contained(explorer):
     assert "A &lt;b&gt;caption&lt;/b&gt;" in html
     assert "document.currentScript" in html
     assert "http://" not in html and "https://" not in html
+    # frames at dpi=80 are shown at the width of a 100-dpi figure: 2 inches -> 200 px
+    assert explorer.dpi == 80 and 'style="width:200px;max-width:100%"' in html
 
 
 @pytest.mark.parametrize("grid, name", [

@@ -40,13 +40,11 @@ import time
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
 from . import scan as _scan_mod
 from .scan import binary_operator, choose_method, linear_scan
 
-CPU_SHAPES = [(8, 1024, 256), (8, 4096, 256), (8, 16384, 256)]
 GPU_EXTRA_SHAPES = [(16, 16384, 256), (1, 65536, 64), (32, 1024, 512)]
 
 

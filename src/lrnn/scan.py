@@ -160,9 +160,8 @@ def choose_method(b_shape, *, time_invariant: bool = True, backend: str | None =
     * Other GPUs (Colab's T4): ``"associative"`` for short sequences, ``"chunked"`` otherwise.
     * CPU: ``"sequential"``. In ``python -m lrnn.bench scan`` (``book/data/bench_scan_cpu.json``)
       XLA's ``lax.scan`` loop beat ``"chunked"`` and ``"associative"`` forward and
-      forward+backward at B=8, N=256, L = 1K…16K, and at B=1, L=16K–64K: a CPU has few lanes,
-      all of them already busy with the N channels, so the parallel methods only add passes
-      over memory.
+      forward+backward at B=8, N=256, L = 1K…16K: a CPU has few lanes, all of them already
+      busy with the N channels, so the parallel methods only add passes over memory.
 
     The GPU fallbacks are not measured yet (no GPU benchmark is stored)."""
     backend = backend or jax.default_backend()
@@ -195,7 +194,7 @@ def describe(b_shape=(8, 4096, 256), *, time_invariant: bool = True) -> str:
                    "extra passes over memory as in the associative scan",
         "associative": "short sequences on an accelerator: log L fully parallel levels",
     }
-    use_pallas, pallas_reason = _pallas_auto(backend)
+    _, pallas_reason = _pallas_auto(backend)
     if method == "pallas":
         reason = pallas_reason
     else:
@@ -236,8 +235,40 @@ def _scan_fwd(a, b, reverse, method):
     return x, (a, x)
 
 
+def _adjoint_sequential(a, x, g, reverse):
+    """The reverse scan and the gradient of a in one loop, for ``method="sequential"``.
+
+    Walking backwards, the carry is λ_{t+1}; it meets x_t at step t, so
+    ``da = Σ_t λ_{t+1} x_t`` accumulates without a shifted copy of x."""
+    time_invariant = a.ndim == 1
+    move = lambda v: jnp.moveaxis(v, -2, 0)
+    g_t, x_t = move(g), move(x)
+    a_t = jnp.broadcast_to(a, x_t.shape[1:]) if time_invariant else move(_shift_towards_past(a, reverse))
+    zero = jnp.zeros(g_t.shape[1:], g.dtype)
+
+    def step(carry, inputs):
+        lam_next, da = carry
+        if time_invariant:
+            g_k, x_k = inputs
+            a_k = a_t
+        else:
+            g_k, x_k, a_k = inputs
+        da = da + lam_next * x_k if time_invariant else da
+        lam = g_k + a_k * lam_next
+        return (lam, da), lam
+
+    inputs = (g_t, x_t) if time_invariant else (g_t, x_t, a_t)
+    (_, da), lam = lax.scan(step, (zero, zero), inputs, reverse=not reverse)
+    lam = jnp.moveaxis(lam, 0, -2)
+    if time_invariant:
+        return da.reshape(-1, da.shape[-1]).sum(axis=0), lam
+    return lam * _previous_state(x, reverse), lam
+
+
 def _scan_bwd(reverse, method, residuals, g):
     a, x = residuals
+    if method == "sequential":
+        return _adjoint_sequential(a, x, g, reverse)
     # JAX transposes linear maps without conjugation, so the adjoint uses a itself.
     a_adj = a if a.ndim == 1 else _shift_towards_past(a, reverse)
     lam = _forward(method, a_adj, g, not reverse)

@@ -20,7 +20,7 @@ One call per figure::
 ``plot_fn(**values)`` draws one matplotlib Figure for one combination of slider values; the
 ``grid`` gives, for each keyword of ``plot_fn``, the values its slider can take (numbers or
 strings, in slider order). ``explore`` renders every grid point once (small PNG frames,
-``dpi=70``, 64-colour palette) and displays a single output whose MIME bundle carries three views of it:
+``dpi=80``, 64-colour palette, displayed at the size of a 100-dpi figure) and displays a single output whose MIME bundle carries three views of it:
 
 * ``application/vnd.jupyter.widget-view+json`` — a live ipywidgets control (one
   ``SelectionSlider`` per keyword) that calls ``plot_fn`` again when a value changes. Jupyter,
@@ -150,7 +150,7 @@ class Explorer:
     """
 
     def __init__(self, plot_fn: Callable, grid, *, defaults=None, title=None, caption=None,
-                 dpi: int = 70, live_dpi: int = 90, max_frames: int = 120):
+                 dpi: int = 80, live_dpi: int = 100, max_frames: int = 120):
         if not callable(plot_fn):
             _fail("plot_fn", plot_fn, "a callable plot_fn(**values) -> matplotlib Figure")
         for name, value in (("title", title), ("caption", caption)):
@@ -267,10 +267,12 @@ class Explorer:
         caption = (f'<div class="{HTML_CLASS}-caption" style="font-style:italic">'
                    f'{html.escape(self.caption)}</div>') if self.caption else ""
         default_src = base64.b64encode(self.default_png).decode("ascii")
+        # shown at the size a 100-dpi inline figure would have, like the page's other figures
+        width = round(int.from_bytes(self.default_png[16:20], "big") * 100 / self.dpi)
         return (
             f'<div class="{HTML_CLASS}" data-frames="{len(self.frames)}">{title}'
             f'<div class="{HTML_CLASS}-controls">{"".join(controls)}</div>'
-            f'<img class="{HTML_CLASS}-frame" alt="{alt}" style="max-width:100%" '
+            f'<img class="{HTML_CLASS}-frame" alt="{alt}" style="width:{width}px;max-width:100%" '
             f'src="data:image/png;base64,{default_src}">{caption}'
             f'<script type="application/json" class="{HTML_CLASS}-data">{payload}</script>'
             f"<script>{_JS}</script></div>")
@@ -312,7 +314,7 @@ root.dataset.selftest=!moved?'single-frame':(img.src!==before?'pass':'fail');}
 
 
 def build(plot_fn: Callable, grid: Mapping[str, Sequence], *, defaults=None, title=None,
-          caption=None, dpi: int = 70, live_dpi: int = 90, max_frames: int = 120) -> Explorer:
+          caption=None, dpi: int = 80, live_dpi: int = 100, max_frames: int = 120) -> Explorer:
     """Render every grid point of ``plot_fn`` and return the :class:`Explorer` (not displayed).
 
     ``defaults`` picks the starting value of each keyword (default: the middle of its grid).
@@ -324,7 +326,7 @@ def build(plot_fn: Callable, grid: Mapping[str, Sequence], *, defaults=None, tit
 
 
 def explore(plot_fn: Callable, grid: Mapping[str, Sequence], *, defaults=None, title=None,
-            caption=None, dpi: int = 70, live_dpi: int = 90, max_frames: int = 120) -> None:
+            caption=None, dpi: int = 80, live_dpi: int = 100, max_frames: int = 120) -> None:
     """Display an explorable figure (live widget in Jupyter/Colab, JS slider on the website).
 
     See the module docstring for an example. Arguments as in :func:`build`."""
