@@ -60,7 +60,7 @@ PROBE = """<script>
    math:document.querySelectorAll('mjx-container').length,
    math_errors:[].slice.call(document.querySelectorAll('mjx-merror, .MathJax_Error')).slice(0,5).map(function(e){
      return e.getAttribute('data-mjx-error')||e.textContent||'';}),
-   math_error_sources:(function(){var out=[];try{MathJax.startup.document.math.forEach(function(m){
+   math_error_sources:(function(){var out=[];try{Array.from(MathJax.startup.document.math).forEach(function(m){
      if(out.length<5&&m.root&&/merror/.test(m.root.toString())){out.push(String(m.math).slice(0,120));}});}catch(err){}
      return out;})(),
    math_source:document.querySelectorAll('.math, span.math, div.math').length,

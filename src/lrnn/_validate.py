@@ -2,6 +2,7 @@
 argument, the value received and what was expected."""
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -50,3 +51,13 @@ def require_interval(name: str, value, low: float, high: float, *, closed: bool 
     if not ok or not np.isfinite(value):
         brackets = f"[{low}, {high}]" if closed else f"({low}, {high})"
         raise ValueError(f"`{name}`: got {value!r}, expected a number in {brackets}.")
+
+
+def require_real(name: str, value) -> float:
+    """``value`` as a float: a finite real scalar (Python, NumPy or 0-d JAX), not a bool."""
+    ok = (np.ndim(value) == 0 and not isinstance(value, (bool, np.bool_))
+          and np.issubdtype(np.asarray(value).dtype, np.number)
+          and not np.iscomplexobj(value))
+    if not ok or not math.isfinite(float(value)):
+        fail(name, value, "a finite real number")
+    return float(value)

@@ -13,7 +13,8 @@ What the build does to each ``solutions/NN_*.ipynb`` (see ``solutions/AUTHORING.
 * outputs of solution cells, test cells and cells tagged ``exercise-raises`` or
   ``exercise-clear-output`` are cleared (and their ``nbval-check-output`` tag removed);
 * ``exercise-raises`` becomes ``raises-exception``, and so does every cell whose solution region
-  is at top level; cells tagged ``solutions-only`` are dropped;
+  is at top level; those cells are also tagged ``remove-output`` so that the website shows the
+  stub but no traceback; cells tagged ``solutions-only`` are dropped;
 * the Colab badge path ``solutions/`` becomes ``exercises/``;
 * the notebook is written as stable JSON (sorted keys, indent 1, UTF-8, final newline).
 """
@@ -223,6 +224,8 @@ def build_notebook(nb, name: str = "notebook"):
         if "exercise-clear-output" in tags:
             tags = [t for t in tags if t != "exercise-clear-output"]
             clear = True
+        if "raises-exception" in tags:
+            tags.append("remove-output")     # the website shows the stub, not its traceback
         tags = list(dict.fromkeys(tags))
         _set_tags(cell, tags)
         if clear:

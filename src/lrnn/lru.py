@@ -30,25 +30,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._validate import fail, require_ndim_at_least, require_positive_int
+from ._validate import fail, require_ndim_at_least, require_positive_int, require_real
 from .scan import linear_scan
 
 TWO_PI = 2 * math.pi
 
 
-def _real_number(name, value) -> float:
-    """``value`` as a float: a finite real scalar (Python, NumPy or 0-d JAX), not a bool."""
-    ok = (np.ndim(value) == 0 and not isinstance(value, (bool, np.bool_))
-          and np.issubdtype(np.asarray(value).dtype, np.number)
-          and not np.iscomplexobj(value))
-    if not ok or not math.isfinite(float(value)):
-        fail(name, value, "a finite real number")
-    return float(value)
-
-
 def _check_ring(r_min, r_max):
-    r_min = _real_number("r_min", r_min)
-    r_max = _real_number("r_max", r_max)
+    r_min = require_real("r_min", r_min)
+    r_max = require_real("r_max", r_max)
     if not 0.0 <= r_min <= 1.0:
         fail("r_min", r_min, "a radius with 0 <= r_min <= r_max <= 1")
     if not 0.0 <= r_max <= 1.0:
@@ -59,7 +49,7 @@ def _check_ring(r_min, r_max):
 
 
 def _check_phase(max_phase):
-    max_phase = _real_number("max_phase", max_phase)
+    max_phase = require_real("max_phase", max_phase)
     if max_phase <= 0:
         fail("max_phase", max_phase, "a positive angle in radians (e.g. 2π, or π/50 for PathX)")
     return max_phase

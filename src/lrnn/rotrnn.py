@@ -41,21 +41,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._validate import fail, require_ndim_at_least, require_positive_int
+from ._validate import fail, require_ndim_at_least, require_positive_int, require_real
 from .orthogonal import block_rotation, skew_expm
 from .scan import rotation_scan
 
 TWO_PI = 2 * math.pi
-
-
-def _real_number(name, value) -> float:
-    """``value`` as a float: a finite real scalar (Python, NumPy or 0-d JAX), not a bool."""
-    ok = (np.ndim(value) == 0 and not isinstance(value, (bool, np.bool_))
-          and np.issubdtype(np.asarray(value).dtype, np.number)
-          and not np.iscomplexobj(value))
-    if not ok or not math.isfinite(float(value)):
-        fail(name, value, "a finite real number")
-    return float(value)
 
 
 def head_size(d_state, n_heads) -> int:
@@ -101,9 +91,9 @@ def init(key, d_model, d_state, n_heads, *, gamma_min=0.9, gamma_max=0.999, max_
     """
     require_positive_int("d_model", d_model)
     n = head_size(d_state, n_heads)
-    gamma_min = _real_number("gamma_min", gamma_min)
-    gamma_max = _real_number("gamma_max", gamma_max)
-    max_phase = _real_number("max_phase", max_phase)
+    gamma_min = require_real("gamma_min", gamma_min)
+    gamma_max = require_real("gamma_max", gamma_max)
+    max_phase = require_real("max_phase", max_phase)
     if not 0.0 < gamma_min < 1.0:
         fail("gamma_min", gamma_min, "a decay in the open interval (0, 1)")
     if not 0.0 < gamma_max < 1.0:
