@@ -61,3 +61,19 @@ def require_real(name: str, value) -> float:
     if not ok or not math.isfinite(float(value)):
         fail(name, value, "a finite real number")
     return float(value)
+
+
+def require_sequence(name: str, u, features: int, feature_name: str = "d_model"):
+    """A real input sequence of shape ``(..., L, features)`` with ``L >= 1``, as a JAX array."""
+    import jax.numpy as jnp
+
+    u = jnp.asarray(u)
+    layout = f"(..., L, {feature_name})"
+    require_ndim_at_least(name, u, 2, layout)
+    if u.shape[-1] != features:
+        fail(name, u, f"a last dimension of size {feature_name} = {features}, laid out as {layout}")
+    if u.shape[-2] == 0:
+        fail(name, u, "at least one time step on axis -2 (L >= 1)")
+    if jnp.iscomplexobj(u):
+        fail(name, u, "a real array")
+    return u

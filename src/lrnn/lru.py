@@ -30,7 +30,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._validate import fail, require_ndim_at_least, require_positive_int, require_real
+from ._validate import (fail, require_positive_int, require_real,
+                        require_sequence)
 from .scan import linear_scan
 
 TWO_PI = 2 * math.pi
@@ -165,15 +166,7 @@ def is_bidirectional(params) -> bool:
 
 
 def _check_input(u, h):
-    u = jnp.asarray(u)
-    require_ndim_at_least("u", u, 2, "(..., L, H)")
-    if u.shape[-1] != h:
-        fail("u", u, f"a last dimension of size d_model = {h}, laid out as (..., L, H)")
-    if u.shape[-2] == 0:
-        fail("u", u, "at least one time step on axis -2 (L >= 1)")
-    if jnp.iscomplexobj(u):
-        fail("u", u, "a real array")
-    return u
+    return require_sequence("u", u, h)
 
 
 def normalized_B(params):

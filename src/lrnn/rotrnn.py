@@ -41,7 +41,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._validate import fail, require_ndim_at_least, require_positive_int, require_real
+from ._validate import (fail, require_positive_int, require_real,
+                        require_sequence)
 from .orthogonal import block_rotation, skew_expm
 from .scan import rotation_scan
 
@@ -182,15 +183,7 @@ def transition(params):
 # ----------------------------------------------------------------------------------------
 
 def _check_input(u, k):
-    u = jnp.asarray(u)
-    require_ndim_at_least("u", u, 2, "(..., L, d_model)")
-    if u.shape[-1] != k:
-        fail("u", u, f"a last dimension of size d_model = {k}, laid out as (..., L, d_model)")
-    if u.shape[-2] == 0:
-        fail("u", u, "at least one time step on axis -2 (L >= 1)")
-    if jnp.iscomplexobj(u):
-        fail("u", u, "a real array")
-    return u
+    return require_sequence("u", u, k)
 
 
 def _rotated_states(params, u, p, *, scale_first_state, reverse, method):
