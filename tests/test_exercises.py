@@ -109,8 +109,8 @@ def test_transformations():
     assert "nbval-check-output" not in out.cells[2].metadata.get("tags", [])
     assert out.cells[2].metadata["nbgrader"]["points"] == 2
     assert src[3].startswith("raise NotImplementedError(")          # top-level region
-    assert out.cells[3].metadata["tags"] == ["raises-exception"]
-    assert out.cells[4].metadata["tags"] == ["raises-exception"]
+    assert out.cells[3].metadata["tags"] == ["raises-exception", "remove-output"]
+    assert out.cells[4].metadata["tags"] == ["raises-exception", "remove-output"]
     assert "instructor note" not in src
     assert src[5] == ex.ANSWER_PLACEHOLDER
     assert out.cells[5].metadata["nbgrader"]["grade_id"] == "ex1.6"
