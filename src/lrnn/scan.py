@@ -37,18 +37,9 @@ from ._validate import fail, require_choice, require_ndim_at_least
 
 METHODS = ("auto", "sequential", "associative", "chunked", "pallas")
 
-# Extra backends register here (e.g. the Pallas kernel): name -> forward(a, b, reverse) -> x.
-_EXTRA_BACKENDS: dict = {}
-
-
-def register_backend(name: str, forward, *, available=lambda: True):
-    """Make ``method=name`` available. ``forward(a, b, reverse)`` must return ``x`` for ``a``
-    of shape ``(N,)`` or ``b.shape``; it is differentiated by the shared custom VJP."""
-    _EXTRA_BACKENDS[name] = (forward, available)
-
 
 def available_methods() -> tuple[str, ...]:
-    return METHODS + tuple(name for name in _EXTRA_BACKENDS if name not in METHODS)
+    return METHODS
 
 
 # ----------------------------------------------------------------------------------------
@@ -127,17 +118,21 @@ def _scan_chunked(a, b, reverse, chunk_size=None):
     return x[..., :length, :]
 
 
+def _scan_pallas(a, b, reverse):
+    from .scan_pallas import forward      # imported on first use: Pallas is heavy to import
+    return forward(a, b, reverse)
+
+
 _FORWARD = {
     "sequential": _scan_sequential,
     "associative": _scan_associative,
     "chunked": _scan_chunked,
+    "pallas": _scan_pallas,
 }
 
 
 def _forward(method, a, b, reverse):
-    if method in _FORWARD:
-        return _FORWARD[method](a, b, reverse)
-    return _EXTRA_BACKENDS[method][0](a, b, reverse)
+    return _FORWARD[method](a, b, reverse)
 
 
 # ----------------------------------------------------------------------------------------
@@ -166,9 +161,6 @@ def choose_method(b_shape, *, time_invariant: bool = True, backend: str | None =
     The GPU fallbacks are not measured yet (no GPU benchmark is stored)."""
     backend = backend or jax.default_backend()
     length = b_shape[-2]
-    for name, (_, available) in _EXTRA_BACKENDS.items():
-        if getattr(available, "auto", False) and available(b_shape, time_invariant, backend):
-            return name
     if backend == "gpu" and _pallas_auto(backend)[0]:
         return "pallas"
     if backend == "cpu":
@@ -198,9 +190,7 @@ def describe(b_shape=(8, 4096, 256), *, time_invariant: bool = True) -> str:
     if method == "pallas":
         reason = pallas_reason
     else:
-        reason = reasons.get(method, getattr(_EXTRA_BACKENDS.get(method, (None, None))[1],
-                                             "reason", "registered fast backend"))
-        reason += f'; not "pallas", because {pallas_reason}'
+        reason = reasons[method] + f'; not "pallas", because {pallas_reason}'
     return (f'method="auto" on backend {backend!r} ({devices}) for b of shape '
             f"{tuple(b_shape)}: {method!r}, because {reason}.")
 
@@ -289,8 +279,8 @@ def linear_scan(a, b, *, reverse: bool = False, method: str = "auto"):
         per channel) or time-varying, broadcastable to ``b.shape``. Real or complex.
       b: the inputs, shape ``(..., L, N)``, real or complex, any leading batch dims.
       reverse: run from the end: ``x_t = a_t * x_{t+1} + b_t`` with ``x_L = 0``.
-      method: ``"auto"``, ``"sequential"``, ``"associative"``, ``"chunked"`` or a registered
-        backend such as ``"pallas"``.
+      method: ``"auto"``, ``"sequential"``, ``"associative"``, ``"chunked"`` or ``"pallas"``
+        (the Pallas kernel; interpret mode, slow, off-GPU).
 
     Returns:
       ``x`` with the shape of ``b`` and the promoted dtype of ``a`` and ``b``.
@@ -376,14 +366,3 @@ def rotation_scan(gamma, theta, b, *, reverse: bool = False, method: str = "auto
     z = linear_scan(lam, pairs_to_complex(b), reverse=reverse, method=method)
     return complex_to_pairs(z).astype(jnp.result_type(b.dtype, gamma.dtype, theta.dtype))
 
-
-# ----------------------------------------------------------------------------------------
-# The Pallas kernel (lrnn.scan_pallas), imported on first use.
-# ----------------------------------------------------------------------------------------
-
-def _pallas_forward(a, b, reverse):
-    from .scan_pallas import forward
-    return forward(a, b, reverse)
-
-
-register_backend("pallas", _pallas_forward)

@@ -241,7 +241,7 @@ def _combine(gains, ends, reverse):
 
 
 # ----------------------------------------------------------------------------------------
-# The backend registered as method="pallas".
+# The backend behind method="pallas".
 # ----------------------------------------------------------------------------------------
 
 def pallas_scan(a, b, reverse=False, *, block_n=None, chunk=None, interpret=None):
@@ -280,7 +280,9 @@ def pallas_scan(a, b, reverse=False, *, block_n=None, chunk=None, interpret=None
 
 
 def forward(a, b, reverse):
-    """The ``register_backend`` entry point (``lrnn.scan``): ``a`` is ``(N,)`` or ``b.shape``."""
+    """The forward pass behind ``method="pallas"`` in ``lrnn.scan``.
+
+    ``a`` is ``(N,)`` or ``b.shape``."""
     return pallas_scan(a, b, reverse)
 
 
