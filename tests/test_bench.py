@@ -5,6 +5,7 @@ import json
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from lrnn import bench, scan
 
@@ -75,3 +76,78 @@ def test_layer_benchmark_smoke(tmp_path):
         auto, paper = (next(r for r in data["results"] if r["layer"] == layer and r["scan"] == s)
                        for s in ("auto", "paper: associative_scan"))
         assert paper["memory_fwdbwd"] != auto["memory_fwdbwd"]
+
+
+def _row(shape, label, method, fwd, fwdbwd, *, copy=0.5, compile_s=1.0, err=0.0):
+    return {"shape": list(shape), "label": label, "method": method, "fwd_s": fwd,
+            "fwdbwd_s": fwdbwd, "fwd_copy_fraction": copy, "compile_fwd_s": compile_s,
+            "compile_fwdbwd_s": compile_s, "max_abs_err_vs_first_row": err}
+
+
+def _gpu_scan(**pallas_big):
+    big, long = (16, 16384, 256), (1, 65536, 64)
+    rows = []
+    for shape, paper_fwd in ((big, 10.0), (long, 6.0)):
+        rows += [_row(shape, "sequential", "sequential", 50.0, 90.0),
+                 _row(shape, "pallas", "pallas", 1.0, 2.0,
+                      **(pallas_big if shape == big else dict(err=1e-5))),
+                 _row(shape, "paper: associative_scan", None, paper_fwd, 9.0)]
+    return {"device": {"platform": "gpu", "device_kind": "H100"}, "results": rows}
+
+
+def _by_name(targets):
+    return {t["target"]: t for t in targets}
+
+
+def test_gpu_targets_are_computed_from_the_rows():
+    layer = {"device": {"platform": "gpu"}, "speedup_auto_over_paper": {"lru": 2.5, "rotrnn": 1.5},
+             "results": [dict(d_model=256, d_state=256, batch=32, length=4096)]}
+    t = _by_name(bench.gpu_targets(_gpu_scan(copy=0.7), layer))
+    assert t["forward at ≥ 60% of copy bandwidth"]["measured"] == 0.7
+    assert t["forward ≥ 5× paper associative_scan"]["measured"] == 10.0
+    assert t["forward+backward ≥ 4× paper associative_scan"]["measured"] == 4.5
+    assert t["forward ≥ 3× paper associative_scan"]["measured"] == 6.0
+    assert t["matches sequential at L = 65 536 (relative error)"]["measured"] == 1e-5
+    assert t["lru layer step ≥ 2× paper associative_scan"]["passed"] is True
+    assert t["rotrnn layer step ≥ 2× paper associative_scan"]["passed"] is False
+    assert all(v["passed"] for k, v in t.items() if "rotrnn" not in k)
+    failing = _by_name(bench.gpu_targets(_gpu_scan(copy=0.59, compile_s=5.5)))
+    assert failing["forward at ≥ 60% of copy bandwidth"]["passed"] is False
+    assert failing["every pallas compile < 5 s"] == dict(
+        target="every pallas compile < 5 s", shape=None, measured=5.5, threshold=5.0, passed=False)
+    assert failing["lru layer step ≥ 2× paper associative_scan"]["measured"] is None
+    md = bench.targets_markdown(list(failing.values()), "H100")
+    assert "| 59.0% | **no** |" in md and "not measured" in md and "H100" in md
+
+
+def test_gpu_targets_are_not_measured_by_cpu_results_or_other_sizes():
+    cpu = _gpu_scan()
+    cpu["device"]["platform"] = "cpu"
+    assert all(t["measured"] is None for t in bench.gpu_targets(cpu))
+    small_layer = {"device": {"platform": "gpu"}, "speedup_auto_over_paper": {"lru": 9.0},
+                   "results": [dict(d_model=64, d_state=64, batch=4, length=1024)]}
+    assert all(t["measured"] is None for t in bench.gpu_targets(layer=small_layer))
+
+
+def test_targets_cli_reads_stored_json(tmp_path, capsys):
+    path = tmp_path / "scan.json"
+    path.write_text(json.dumps(_gpu_scan()))
+    targets = bench.main(["targets", "--scan", str(path)])
+    out = capsys.readouterr().out
+    assert len(targets) == 8 and "| 10.00× | yes |" in out and "Results read from: H100." in out
+
+
+def test_plan_sweep_times_every_plan_and_marks_the_default(tmp_path):
+    out = bench.main(["plans", "--interpret", "--shapes", "2x64x8", "--chunks", "16,32",
+                      "--block-n", "8", "--repeats", "1", "--out", str(tmp_path / "p.json")])
+    plans = {(r["block_n"], r["chunk"], r["n_chunks"]) for r in out["results"]}
+    assert plans == {(8, 64, 1), (8, 32, 2), (8, 16, 4)}
+    assert [r["default"] for r in out["results"]].count(True) == 1
+    assert all(r["rel_err_vs_sequential"] < 1e-5 and r["fwd_s"] > 0 for r in out["results"])
+    assert json.loads((tmp_path / "p.json").read_text())["best"]["2x64x8"]["default_over_fastest"] >= 1
+
+
+@pytest.mark.skipif(jax.default_backend() == "gpu", reason="on a GPU the sweep times the kernel")
+def test_plan_sweep_refuses_to_time_the_interpreter_silently():
+    with pytest.raises(SystemExit, match="--interpret"):
+        bench.main(["plans", "--shapes", "2x64x8"])

@@ -2,6 +2,8 @@
 
 Interpret mode compiles slowly, so every test jits one function that covers several cases
 (both directions, both the single-pass and the two-pass plan) and the sizes are tiny."""
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -9,7 +11,7 @@ import pytest
 from jax import lax
 
 import lrnn
-from lrnn import scan_pallas
+from lrnn import bench, scan_pallas
 from lrnn.scan import linear_scan
 
 L_ODD = 13           # not a multiple of the chunk: exercises the padding
@@ -145,11 +147,51 @@ def test_rejects_float64(x64):
         scan_pallas.pallas_scan(jnp.ones(3), np.ones((4, 3), np.float64))
 
 
-def test_gpu_code_path_lowers_to_triton():
+def _cuda_text(fn, *args):
+    return jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
+
+
+def _triton_calls(text):
+    return len(re.findall(r"__gpu\$xla\.gpu\.triton", text))
+
+
+def _gpu_inputs(kind, shape):
+    batch, length, n = shape
+    if kind == "complex64":
+        return (jax.ShapeDtypeStruct((n,), jnp.complex64),
+                jax.ShapeDtypeStruct(shape, jnp.complex64))
+    if kind == "float32 time-varying":
+        return jax.ShapeDtypeStruct(shape, jnp.float32), jax.ShapeDtypeStruct(shape, jnp.float32)
+    return jax.ShapeDtypeStruct((n,), jnp.float32), jax.ShapeDtypeStruct(shape, jnp.bfloat16)
+
+
+@pytest.mark.parametrize("shape", bench.GPU_EXTRA_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("kind", ["complex64", "float32 time-varying", "bfloat16"])
+def test_gpu_code_path_lowers_to_triton(kind, shape):
     # Lowering for CUDA needs no GPU: it checks that the very kernel tested above in interpret
-    # mode is accepted by the Pallas Triton lowering (power-of-two blocks, supported ops).
-    a = jnp.ones((64,), jnp.complex64)
-    b = jax.ShapeDtypeStruct((1, 4096, 64), jnp.complex64)
-    f = jax.jit(lambda a, b: scan_pallas.pallas_scan(a, b, True, interpret=False))
-    text = f.trace(a, b).lower(lowering_platforms=("cuda",)).as_text()
-    assert "triton" in text.lower()
+    # mode is accepted by the Pallas Triton lowering (power-of-two blocks, supported ops) at
+    # every shape the GPU benchmark times, in both directions, and that each plan launches the
+    # kernels it should: one (single pass) or two (summary, then scan) per direction.
+    a, b = _gpu_inputs(kind, shape)
+    _, _, n_chunks = scan_pallas.plan(*shape)
+    per_scan = 1 if n_chunks == 1 else 2
+    text = _cuda_text(lambda a, b: [scan_pallas.pallas_scan(a, b, r, interpret=False)
+                                    for r in (False, True)], a, b)
+    assert _triton_calls(text) == 2 * per_scan
+
+
+def test_gpu_gradient_lowers_to_triton(monkeypatch):
+    # The backward pass of method="pallas" is the same kernel run in reverse: with the GPU
+    # branch taken, forward + backward of one scan launch the kernels of two scans (two-pass
+    # plan at this shape: summary and scan kernels, in each direction).
+    monkeypatch.setattr(scan_pallas, "on_gpu", lambda: True)
+    shape = (32, 1024, 512)
+    assert scan_pallas.plan(*shape)[2] > 1
+    a = jnp.full((shape[-1],), 0.9 * np.exp(0.3j), jnp.complex64)
+    b = jax.ShapeDtypeStruct(shape, jnp.complex64)
+
+    def loss(a, b):
+        return jnp.sum(jnp.abs(linear_scan(a, b, method="pallas")) ** 2)
+
+    text = _cuda_text(jax.grad(loss, argnums=(0, 1)), a, b)
+    assert _triton_calls(text) == 4

@@ -139,3 +139,79 @@ def test_experiments_list_and_one_stored_run(tmp_path):
         assert key in stored
     assert stored["command"].startswith("python -m lrnn.train") and stored["n_params"] == rec["n_params"]
     assert stored["curves"]["step"] == [2, 4] and stored["device"]["platform"] == jax.devices()[0].platform
+
+
+def _record(name, seed, best, *, suite="s", task="adding", model="lru", platform="cpu",
+            n_params=10, steps=(1, 2), curve=(0.5, 0.1)):
+    return {"suite": suite, "name": name, "task": task, "metric": "mse", "baseline": 0.167,
+            "config": {"seed": seed, "model": model}, "device": {"platform": platform},
+            "n_params": n_params, "best": {"test_mse": best}, "time_per_step_s": 0.1 * (seed + 1),
+            "command": f"python -m lrnn.train --seed {seed}",
+            "curves": {"step": list(steps), "test_metric": list(curve)}}
+
+
+def test_summarize_groups_seeds_of_one_run():
+    records = [_record("a-lru-seed2", 2, 0.3), _record("a-lru-seed0", 0, 0.1),
+               _record("a-lru-seed1", 1, 0.7), _record("b-lru", 0, 0.05, task="copying")]
+    rows = experiments.summarize(records)
+    assert [r["group"] for r in rows] == ["a-lru", "b-lru"]
+    a = rows[0]
+    assert a["seeds"] == [0, 1, 2] and a["best"] == [0.1, 0.7, 0.3]
+    assert (a["median"], a["min"], a["max"]) == (0.3, 0.1, 0.7)
+    assert a["time_per_step_s"] == pytest.approx(0.2)
+    assert a["command"].endswith("--seed 0")
+    assert rows[1]["seeds"] == [0] and rows[1]["median"] == 0.05
+    assert experiments.group_name("listops200-rotrnn-seed12") == "listops200-rotrnn"
+
+
+@pytest.mark.parametrize("bad", [dict(n_params=11), dict(platform="gpu"), dict(model="rotrnn"),
+                                 dict(seed=0)])
+def test_summarize_rejects_groups_that_are_not_one_run(bad):
+    seed = bad.pop("seed", 1)
+    records = [_record("a-lru-seed0", 0, 0.1), _record("a-lru-seed1", seed, 0.2, **bad)]
+    with pytest.raises(ValueError, match="`records`"):
+        experiments.summarize(records)
+
+
+def test_plot_curves_median_and_band_over_seeds():
+    import matplotlib
+    matplotlib.use("Agg")
+    seeds = [_record("a", s, 0, curve=c) for s, c in enumerate([(1.0, 0.2), (3.0, 0.4), (2.0, 0.9)])]
+    ax = train.plot_curves({"lru": seeds, "single": seeds[0]})
+    median, single = ax.get_lines()
+    assert list(median.get_ydata()) == [2.0, 0.4] and list(single.get_ydata()) == [1.0, 0.2]
+    (band,) = ax.collections
+    ys = band.get_paths()[0].vertices[:, 1]
+    assert ys.min() == 0.2 and ys.max() == 3.0
+    with pytest.raises(ValueError, match="`runs`"):
+        train.plot_curves({"x": [seeds[0], _record("b", 1, 0, steps=(1, 3))]})
+
+
+def test_every_target_names_a_run_of_the_gpu_suite_with_its_metric():
+    runs = experiments.suite("gpu-targets")
+    metric = {"adding": "test_mse"}
+    for name, key, _, _ in experiments.TARGETS:
+        assert name in runs
+        assert key == metric.get(runs[name].task, "test_accuracy")
+
+
+def test_targets_use_only_gpu_runs_of_the_gpu_suite():
+    def rec(name, best, platform="gpu", suite="gpu-targets"):
+        r = _record(name, 0, 0.0, suite=suite, platform=platform)
+        r["best"] = best
+        r["device"]["kind"] = "H100"
+        return r
+    records = [rec("adding400-lru", {"test_mse": 0.004}),
+               rec("adding400-rotrnn", {"test_mse": 0.02}),
+               rec("copying500-lru", {"test_accuracy": 0.99}),
+               rec("listops1000-gru", {"test_accuracy": 0.37}),
+               rec("smnist-lru", {"test_accuracy": 0.99}, platform="cpu"),
+               rec("psmnist-lru", {"test_accuracy": 0.99}, suite="cpu-small")]
+    t = {row["run"]: row for row in experiments.targets(records)}
+    assert t["adding400-lru"]["passed"] is True and t["adding400-rotrnn"]["passed"] is False
+    assert t["copying500-lru"]["passed"] is True
+    assert t["listops1000-gru"]["measured"] == 0.37 and t["listops1000-gru"]["passed"] is None
+    assert t["smnist-lru"]["measured"] is None and t["psmnist-lru"]["measured"] is None
+    md = experiments.targets_markdown(list(t.values()))
+    assert "| `adding400-rotrnn` | MSE < 0.0100 | 0.0200 | **no** | H100 |" in md
+    assert "| `smnist-lru` | accuracy ≥ 95.0% | not measured | – | – |" in md

@@ -1,7 +1,9 @@
 """Benchmarks: ``python -m lrnn.bench scan`` and ``python -m lrnn.bench layer``.
 
-    python -m lrnn.bench scan  [--device cpu|gpu] [--out FILE.json] [--lengths 1024,4096,16384]
-    python -m lrnn.bench layer [--device cpu|gpu] [--out FILE.json] [--d-model 256] ...
+    python -m lrnn.bench scan    [--device cpu|gpu] [--out FILE.json] [--lengths 1024,4096,16384]
+    python -m lrnn.bench layer   [--device cpu|gpu] [--out FILE.json] [--d-model 256] ...
+    python -m lrnn.bench targets --scan FILE.json [--layer FILE.json]
+    python -m lrnn.bench plans   [--device gpu] [--block-n 32,64,128] [--chunks 256,512,...]
 
 ``scan`` times every ``linear_scan`` method and the papers' code on complex64 inputs
 ``(B, L, N)`` with a time-invariant λ (the LRU/RotRNN case):
@@ -26,6 +28,13 @@ allocates and needs no run; it does not include the allocator's fragmentation. X
 ``--device gpu`` adds the shapes of the GPU issue ((16, 16384, 256), (1, 65536, 64),
 (32, 1024, 512)) and the ``pallas`` method; on a CPU ``pallas`` would run in interpret mode,
 which measures the interpreter, not the kernel, so it is left out there.
+
+``targets`` evaluates the GPU issue's targets (:data:`SCAN_TARGETS`, compile time, accuracy at
+L = 65 536, layer speed-up) on stored results and prints which are met; a target the results
+do not measure is printed as "not measured", never estimated. ``scan`` and ``layer`` store the
+same evaluation in their JSON under ``"targets"``. ``plans`` times the Pallas kernel for a
+grid of plans (channels per program × time steps per chunk) at each shape, next to the plan
+``scan_pallas.plan`` picks, which is what tuning ``TARGET_PROGRAMS`` and ``MIN_CHUNK`` needs.
 """
 from __future__ import annotations
 
@@ -249,6 +258,97 @@ def scan_checks(results):
     return checks
 
 
+# The GPU issue's targets: (name, shape, kind, threshold). "copy": fraction of the measured
+# copy bandwidth reached by the pallas forward; "fwd"/"fwdbwd": time of the papers'
+# associative scan over the pallas time.
+SCAN_TARGETS = [
+    ("forward at ≥ 60% of copy bandwidth", (16, 16384, 256), "copy", 0.60),
+    ("forward ≥ 5× paper associative_scan", (16, 16384, 256), "fwd", 5.0),
+    ("forward+backward ≥ 4× paper associative_scan", (16, 16384, 256), "fwdbwd", 4.0),
+    ("forward ≥ 3× paper associative_scan", (1, 65536, 64), "fwd", 3.0),
+]
+LAYER_TARGET = 2.0           # layer step: auto at least 2× the papers' associative scan
+COMPILE_TARGET_S = 5.0       # every compile of the pallas rows
+#: max |x_pallas - x_sequential| / max |x_sequential| at L = 65 536: float32 accuracy.
+ACCURACY_TARGET = 2e-4
+
+
+def gpu_targets(scan=None, layer=None):
+    """The GPU issue's targets evaluated on stored benchmark results.
+
+    Args:
+      scan: the JSON dict written by ``python -m lrnn.bench scan`` (or ``None``).
+      layer: the JSON dict written by ``python -m lrnn.bench layer`` (or ``None``).
+
+    Returns:
+      a list of dicts ``{"target", "shape", "measured", "threshold", "passed"}``, one per
+      target; ``measured`` and ``passed`` are ``None`` where the results hold no measurement
+      of it. The targets are GPU targets: results from another platform, and layer results
+      at other sizes than the issue's, measure none of them. Never estimates.
+    """
+    on_gpu = lambda res: bool(res) and res["device"]["platform"] == "gpu"   # noqa: E731
+    rows = scan["results"] if on_gpu(scan) else []
+
+    def find(shape, pred):
+        return next((r for r in rows if tuple(r["shape"]) == shape and pred(r)), None)
+
+    out = []
+
+    def add(target, shape, measured, threshold, passed):
+        out.append({"target": target, "shape": list(shape) if shape else None,
+                    "measured": measured, "threshold": threshold,
+                    "passed": None if measured is None else bool(passed)})
+
+    for name, shape, kind, threshold in SCAN_TARGETS:
+        ours = find(shape, lambda r: r["method"] == "pallas")
+        paper = find(shape, lambda r: r["label"] == "paper: associative_scan")
+        measured = None
+        if kind == "copy" and ours is not None:
+            measured = ours["fwd_copy_fraction"]
+        elif ours is not None and paper is not None and f"{kind}_s" in ours and f"{kind}_s" in paper:
+            measured = paper[f"{kind}_s"] / ours[f"{kind}_s"]
+        add(name, shape, measured, threshold, measured is not None and measured >= threshold)
+    pallas_rows = [r for r in rows if r["method"] == "pallas"]
+    compiles = [r[k] for r in pallas_rows for k in ("compile_fwd_s", "compile_fwdbwd_s") if k in r]
+    slowest = max(compiles) if compiles else None
+    add("every pallas compile < 5 s", None, slowest, COMPILE_TARGET_S,
+        slowest is not None and slowest < COMPILE_TARGET_S)
+    long_rows = [r for r in pallas_rows if r["shape"][1] >= 65536]
+    err = max(r["max_abs_err_vs_first_row"] for r in long_rows) if long_rows else None
+    if long_rows and rows[0]["method"] != "sequential":
+        err = None                       # the error column is relative to the first row
+    add("matches sequential at L = 65 536 (relative error)", (1, 65536, 64), err,
+        ACCURACY_TARGET, err is not None and err <= ACCURACY_TARGET)
+    speed = {}
+    if on_gpu(layer) and all(r["d_model"] == 256 and r["d_state"] == 256 and r["batch"] == 32
+                             and r["length"] == 4096 for r in layer["results"]):
+        speed = layer["speedup_auto_over_paper"]
+    for name in ("lru", "rotrnn"):
+        value = speed.get(name)
+        add(f"{name} layer step ≥ 2× paper associative_scan", None, value, LAYER_TARGET,
+            value is not None and value >= LAYER_TARGET)
+    return out
+
+
+def targets_markdown(targets, device=None):
+    """``gpu_targets`` as a Markdown table (for the chapter and the command line)."""
+    lines = ["| target | shape (B, L, N) | measured | met |", "|---|---|---|---|"]
+    for t in targets:
+        shape = "×".join(map(str, t["shape"])) if t["shape"] else "–"
+        if t["measured"] is None:
+            measured, met = "not measured", "–"
+        else:
+            measured = (f"{t['measured']:.1%}" if "bandwidth" in t["target"]
+                        else f"{t['measured']:.2e}" if "error" in t["target"]
+                        else f"{t['measured']:.2f} s" if "compile" in t["target"]
+                        else f"{t['measured']:.2f}×")
+            met = "yes" if t["passed"] else "**no**"
+        lines.append(f"| {t['target']} | {shape} | {measured} | {met} |")
+    if device:
+        lines.append(f"\nResults read from: {device}.")
+    return "\n".join(lines)
+
+
 def device_info(device):
     info = {"platform": device.platform, "device_kind": device.device_kind,
             "jax": jax.__version__, "host": platform.node(), "machine": platform.machine(),
@@ -311,8 +411,12 @@ def run_scan(args):
         "results": results,
         "checks": scan_checks(results),
     }
+    out["targets"] = gpu_targets(out)
     for c in out["checks"]:
         print("check", json.dumps(c))
+    for t in out["targets"]:
+        if t["measured"] is not None:
+            print("target", json.dumps(t))
     _write(out, args.out)
     return out
 
@@ -409,6 +513,82 @@ def run_layer(args):
         "results": results,
         "speedup_auto_over_paper": speedups,
     }
+    out["targets"] = [t for t in gpu_targets(layer=out) if "layer" in t["target"]]
+    for t in out["targets"]:
+        print("target", json.dumps(t))
+    _write(out, args.out)
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# Plan sweep: the Pallas kernel's cut into programs (block_n channels × chunk steps), timed.
+# ----------------------------------------------------------------------------------------
+
+def run_plans(args):
+    """Time ``method="pallas"`` forward for every (block_n, chunk) on a grid, per shape, beside
+    the plan that ``scan_pallas.plan`` picks: the data for tuning ``TARGET_PROGRAMS`` and
+    ``MIN_CHUNK`` on a GPU."""
+    from . import scan_pallas
+    device = _device(args.device)
+    if device.platform != "gpu" and not args.interpret:
+        raise SystemExit("plans: times the Pallas kernel, which compiles only on a GPU; pass "
+                         "--interpret to smoke-test the sweep elsewhere (it then times the "
+                         "interpreter, not the kernel)")
+    interpret = device.platform != "gpu"
+    shapes = ([tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+              if args.shapes else GPU_EXTRA_SHAPES)
+    print(f"device: {device.platform} ({device.device_kind}); pallas forward, complex64, best of "
+          f"{args.repeats}{' (interpret mode: not kernel timings)' if interpret else ''}")
+    print(f"{'shape (B,L,N)':>18} {'block_n':>7} {'chunk':>6} {'chunks':>6} {'programs':>8} "
+          f"{'compile s':>9} {'fwd ms':>9} {'GB/s':>8} {'rel. err':>9}")
+    results, best = [], {}
+    with jax.default_device(device):
+        for shape in shapes:
+            lam, bu = make_inputs(shape, device)
+            reference = linear_scan(lam, bu, method="sequential")
+            scale = float(jnp.max(jnp.abs(reference)))
+            default = scan_pallas.plan(*shape)
+            grid = {default}
+            for block_n in args.block_n:
+                for chunk in args.chunks + [shape[1]]:
+                    grid.add(scan_pallas.plan(*shape, block_n=block_n, chunk=chunk))
+            calls, rows = [], []
+            for block_n, chunk, n_chunks in sorted(grid):
+                fn = (lambda bn, ch: lambda lam, bu: scan_pallas.pallas_scan(
+                    lam, bu, False, block_n=bn, chunk=ch, interpret=interpret))(block_n, chunk)
+                compiled, compile_s, _ = compile_and_memory(fn, lam, bu)
+                err = float(jnp.max(jnp.abs(compiled(lam, bu) - reference))) / scale
+                programs = shape[0] * -(-shape[2] // block_n) * n_chunks
+                rows.append({"shape": list(shape), "block_n": block_n, "chunk": chunk,
+                             "n_chunks": n_chunks, "programs": programs,
+                             "default": (block_n, chunk, n_chunks) == default,
+                             "compile_s": compile_s, "rel_err_vs_sequential": err})
+                calls.append((compiled, (lam, bu)))
+            moved = 2 * math.prod(shape) * bu.dtype.itemsize
+            for row, (t, median) in zip(rows, time_interleaved(calls, repeats=args.repeats)):
+                row["fwd_s"], row["fwd_median_s"], row["fwd_GBps"] = t, median, moved / t / 1e9
+            for row in sorted(rows, key=lambda r: r["fwd_s"]):
+                print(f"{str(tuple(shape)):>18} {row['block_n']:7d} {row['chunk']:6d} "
+                      f"{row['n_chunks']:6d} {row['programs']:8d} {row['compile_s']:9.2f} "
+                      f"{row['fwd_s'] * 1e3:9.3f} {row['fwd_GBps']:8.1f} "
+                      f"{row['rel_err_vs_sequential']:9.1e}{'  <- default plan' if row['default'] else ''}",
+                      flush=True)
+            fastest = min(rows, key=lambda r: r["fwd_s"])
+            chosen = next(r for r in rows if r["default"])
+            best["x".join(map(str, shape))] = {
+                "fastest": {k: fastest[k] for k in ("block_n", "chunk", "n_chunks", "fwd_s")},
+                "default": {k: chosen[k] for k in ("block_n", "chunk", "n_chunks", "fwd_s")},
+                "default_over_fastest": chosen["fwd_s"] / fastest["fwd_s"]}
+            results += rows
+    for shape, b in best.items():
+        print(f"{shape}: default plan {b['default_over_fastest']:.2f}x the fastest "
+              f"(block_n={b['fastest']['block_n']}, chunk={b['fastest']['chunk']})")
+    out = {"benchmark": "plans", "command": "python -m lrnn.bench " + " ".join(args.argv),
+           "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+           "device": device_info(device), "interpret": interpret, "repeats": args.repeats,
+           "constants": {"TARGET_PROGRAMS": scan_pallas.TARGET_PROGRAMS,
+                         "MIN_CHUNK": scan_pallas.MIN_CHUNK, "MAX_BLOCK_N": scan_pallas.MAX_BLOCK_N},
+           "results": results, "best": best}
     _write(out, args.out)
     return out
 
@@ -465,7 +645,37 @@ def parser():
     la.add_argument("--layers", default="lru,rotrnn")
     la.add_argument("--repeats", type=int, default=5)
     la.set_defaults(run=run_layer)
+    pp = sub.add_parser("plans", help="time the Pallas kernel's plans (block_n × chunk) per shape")
+    pp.add_argument("--device", choices=["cpu", "gpu"], default=None)
+    pp.add_argument("--out", default=None)
+    pp.add_argument("--shapes", default=None, help="default: the GPU issue's three shapes")
+    pp.add_argument("--block-n", type=lambda v: [int(x) for x in v.split(",")],
+                    default=[32, 64, 128], help="channels per program (powers of two)")
+    pp.add_argument("--chunks", type=lambda v: [int(x) for x in v.split(",")],
+                    default=[128, 256, 512, 1024, 2048, 4096],
+                    help="time steps per chunk (the sequence length, single pass, is always added)")
+    pp.add_argument("--repeats", type=int, default=5)
+    pp.add_argument("--interpret", action="store_true",
+                    help="allow a run without a GPU (interpret mode; smoke test only)")
+    pp.set_defaults(run=run_plans)
+    t = sub.add_parser("targets", help="the GPU issue's targets, evaluated on stored JSON results")
+    t.add_argument("--scan", default=None, help="JSON written by `lrnn.bench scan --out`")
+    t.add_argument("--layer", default=None, help="JSON written by `lrnn.bench layer --out`")
+    t.set_defaults(run=run_targets)
     return p
+
+
+def run_targets(args):
+    loaded = {}
+    for name in ("scan", "layer"):
+        path = getattr(args, name)
+        if path:
+            with open(path) as f:
+                loaded[name] = json.load(f)
+    targets = gpu_targets(loaded.get("scan"), loaded.get("layer"))
+    devices = sorted({d["device"]["device_kind"] for d in loaded.values()})
+    print(targets_markdown(targets, ", ".join(devices) or None))
+    return targets
 
 
 def main(argv=None):

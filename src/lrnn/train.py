@@ -259,13 +259,25 @@ def save_history(history: dict, path):
 def plot_curves(runs: dict, *, key: str = "test_metric", ax=None, title=None, ylabel=None,
                 logy: bool = False):
     """Plot ``key`` against the step for several runs: ``runs`` maps a label to a history
-    dict (or a stored result with a ``"curves"`` entry). Returns the matplotlib axes."""
+    dict (or a stored result with a ``"curves"`` entry), or to a list of them (the same run
+    with different seeds), drawn as the median over the list with its min–max band shaded.
+    Returns the matplotlib axes."""
     import matplotlib.pyplot as plt
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.5))
     for label, h in runs.items():
-        h = h.get("curves", h)
-        ax.plot(h["step"], h[key], label=label, marker=".")
+        histories = [x.get("curves", x) for x in (h if isinstance(h, (list, tuple)) else [h])]
+        steps = histories[0]["step"]
+        if any(list(x["step"]) != list(steps) for x in histories):
+            fail("runs", label, "histories evaluated at the same steps (one run, several seeds)")
+        values = np.asarray([x[key] for x in histories], dtype=float)
+        if len(histories) == 1:
+            ax.plot(steps, values[0], label=label, marker=".")
+            continue
+        line, = ax.plot(steps, np.median(values, axis=0), marker=".",
+                        label=f"{label} (median of {len(histories)} seeds)")
+        ax.fill_between(steps, values.min(0), values.max(0), color=line.get_color(), alpha=0.2,
+                        linewidth=0)
     ax.set_xlabel("training step")
     ax.set_ylabel(ylabel or key.replace("_", " "))
     if logy:
