@@ -215,3 +215,19 @@ def test_targets_use_only_gpu_runs_of_the_gpu_suite():
     md = experiments.targets_markdown(list(t.values()))
     assert "| `adding400-rotrnn` | MSE < 0.0100 | 0.0200 | **no** | H100 |" in md
     assert "| `smnist-lru` | accuracy ≥ 95.0% | not measured | – | – |" in md
+
+
+@pytest.mark.parametrize("name", list(experiments.suite("gpu-targets")))
+def test_every_gpu_target_config_builds_and_runs(name):
+    # The GPU suite cannot run in CI, but a typo in one of its configurations must not cost a
+    # GPU session: build every model at its full size and run it on 32 steps of its task.
+    import dataclasses
+    cfg = experiments.suite("gpu-targets")[name]
+    small_data = dict(n_test=4, **({"n_train": 8} if cfg.task == "listops" else {}))
+    task = train.load_task(dataclasses.replace(cfg, **small_data))
+    mcfg = train.model_config(cfg, task)
+    params, state = model.init(jax.random.PRNGKey(0), mcfg)
+    x = task.test[0][:2, :32]
+    out, _ = model.apply(params, state, x, dataclasses.replace(mcfg, scan_method="sequential"))
+    expected = (2, 32, task.d_output) if mcfg.pool == "none" else (2, task.d_output)
+    assert out.shape == expected and bool(jnp.all(jnp.isfinite(out)))
