@@ -121,10 +121,11 @@ def test_step_matches_apply(rng):
 
 def test_float32_default(rng):
     u = rng.normal(size=(3, 5, 2)).astype(np.float32)
-    with jax.enable_x64(False):
-        p = ornn.init(jax.random.PRNGKey(1), 2, 8, 4)
-        h = ornn.apply(p, u)
-        assert h.dtype == jnp.float32 and p["U"].dtype == jnp.float32
+    jax.config.update("jax_enable_x64", False)       # the x64 fixture restores it afterwards
+    p = ornn.init(jax.random.PRNGKey(1), 2, 8, 4)
+    h = ornn.apply(p, u)
+    assert h.dtype == jnp.float32 and p["U"].dtype == jnp.float32
+    jax.config.update("jax_enable_x64", True)
     np.testing.assert_allclose(h, apply_np(p, u), atol=1e-5)
 
 

@@ -130,8 +130,10 @@ def _call(kernel_kwargs, inputs, in_specs, out_shapes, out_specs, grid, interpre
     compiler_params = None
     if not interpret:
         from jax.experimental.pallas import triton as plgpu
-        compiler_params = plgpu.CompilerParams(num_warps=max(1, kernel_kwargs["block_n"] // 32),
-                                               num_stages=1)
+        # Named TritonCompilerParams before JAX 0.6.
+        params_cls = getattr(plgpu, "CompilerParams", None) or plgpu.TritonCompilerParams
+        compiler_params = params_cls(num_warps=max(1, kernel_kwargs["block_n"] // 32),
+                                     num_stages=1)
     kw = {k: v for k, v in kernel_kwargs.items() if k != "block_n"}
     kernel = lambda *refs: _chunk_kernel(*refs, **kw)   # noqa: E731
     return pl.pallas_call(kernel, out_shape=out_shapes, grid=grid, in_specs=in_specs,

@@ -1,0 +1,147 @@
+"""Checks for Exercises 1 · The linear recurrence (solutions/01_linear_recurrence.ipynb)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ._core import alternative, call, crandn, expect, expect_close, exercise, randn, when
+
+
+def _naive_scan(a, b):
+    """x_t = a_t x_{t-1} + b_t, x_{-1} = 0, along axis -2, float64/complex128 loops."""
+    a = np.broadcast_to(a, b.shape)
+    x = np.zeros(b.shape, np.result_type(a, b, np.float64))
+    prev = np.zeros(b.shape[:-2] + b.shape[-1:], x.dtype)
+    for t in range(b.shape[-2]):
+        prev = a[..., t, :] * prev + b[..., t, :]
+        x[..., t, :] = prev
+    return x
+
+
+def _naive_kernel(A, B, C, L):
+    A, B, C = (np.asarray(m, np.float64) for m in (A, B, C))
+    out, power = [], np.eye(A.shape[0])
+    for _ in range(L):
+        out.append(C @ power @ B)
+        power = A @ power
+    return np.stack(out)
+
+
+@exercise("1.1", points=2, title="the binary operator of the linear scan",
+          reference="lrnn.scan.binary_operator; chapter 1, 'Scans'")
+def _(fn, rng):
+    from lrnn.scan import binary_operator
+    for shape in [(3,), (1,), (2, 4)]:
+        a_l, b_l, a_r, b_r = (crandn(rng, *shape) for _ in range(4))
+        inputs = {"left": (a_l, b_l), "right": (a_r, b_r)}
+        got = call(fn, inputs)
+        expect(isinstance(got, (tuple, list)) and len(got) == 2,
+               f"the result must be a pair (a, b), received a {type(got).__name__}"
+               + (f" of length {len(got)}" if isinstance(got, (tuple, list)) else "") + ".",
+               inputs=inputs, hint="return the new decay and the new input: `return a, b`.")
+        want_a, want_b = (np.asarray(v) for v in binary_operator((a_l, b_l), (a_r, b_r)))
+        expect_close(got[0], want_a, inputs=inputs, what="the decay a (first item)", hints=[
+            alternative(a_l + a_r, "decays compose by multiplication, not addition."),
+        ])
+        expect_close(got[1], want_b, inputs=inputs, what="the input b (second item)", hints=[
+            alternative(a_l * b_r + b_l, "you applied `right` first: the result must be "
+                        "'left, then right', x -> a_r (a_l x + b_l) + b_r."),
+            alternative(a_r * b_l, "the input b_r of the right element is missing."),
+            alternative(b_l + b_r, "b_l must be multiplied by the decay of the right element."),
+        ])
+
+
+@exercise("1.2", points=4, title="a parallel scan from the binary operator",
+          reference="lrnn.linear_scan (method='associative'); chapter 1, 'Parallel scans'")
+def _(fn, rng):
+    cases = [((5, 2), False), ((1, 3), False), ((2, 1), False), ((8, 3), True),
+             ((13, 2), False), ((2, 16, 3), True), ((2, 3, 7, 2), False)]
+    for shape, complex_ in cases:
+        if complex_:
+            a = crandn(rng, *shape) * np.float32(0.9)
+            b = crandn(rng, *shape)
+        else:
+            a = rng.uniform(-1.0, 1.0, shape).astype(np.float32)
+            b = randn(rng, *shape)
+        inputs = {"a": a, "b": b}
+        got = call(fn, inputs)
+        want = _naive_scan(a, b)
+        expect_close(got, want.astype(np.result_type(a, b)), inputs=inputs, rtol=1e-4,
+                     atol=1e-5, time_axis=-2, hints=[
+                         alternative(lambda: _naive_scan(a[..., ::-1, :],
+                                                         b[..., ::-1, :])[..., ::-1, :],
+                                     "you scan from the end of the sequence: position t must "
+                                     "combine the steps 0…t, from left to right."),
+                         alternative(np.cumsum(b, axis=-2),
+                                     "you summed the inputs (a cumulative sum): the decays a_t "
+                                     "must multiply the earlier states."),
+                         alternative(np.cumprod(a, axis=-2) * np.cumsum(b, axis=-2),
+                                     "the decay of step t applies to the state, not to all "
+                                     "inputs at once: combine pairs with the binary operator."),
+                     ])
+
+
+@exercise("1.3", points=3, title="the kernel K_k = C A^k B",
+          reference="chapter 1, 'The convolution view'; lrnn.lru.impulse_response")
+def _(fn, rng):
+    for n, h, p, length in [(3, 2, 1, 4), (1, 1, 1, 1), (4, 2, 3, 6), (5, 1, 2, 9)]:
+        A = (randn(rng, n, n) / np.float32(np.sqrt(n) * 1.2)).astype(np.float32)
+        B = randn(rng, n, h)
+        C = randn(rng, p, n)
+        inputs = {"A": A, "B": B, "C": C, "L": length}
+        got = call(fn, inputs)
+        want = _naive_kernel(A, B, C, length)
+        shifted = np.stack([C @ np.linalg.matrix_power(A.astype(np.float64), k + 1) @ B
+                            for k in range(length)])
+        transposed = _naive_kernel(A.T, B, C, length)
+        expect_close(got, want.astype(np.float32), inputs=inputs, rtol=1e-4, atol=1e-5,
+                     time_axis=0, hints=[
+                         alternative(shifted, "your K_0 is C A B: the powers start at "
+                                              "A^0 = I, so K_0 = C B."),
+                         alternative(transposed, "you used the transpose of A."),
+                     ])
+
+
+@exercise("1.4", points=3, title="the convolution y = K * u",
+          reference="chapter 1, 'The convolution view' (y_k = Σ_j K_j u_{k-j})")
+def _(fn, rng):
+    for lead, length, h, p in [((), 5, 2, 3), ((), 1, 1, 1), ((2,), 7, 3, 2), ((2, 2), 4, 1, 1)]:
+        K = randn(rng, length, p, h)
+        u = randn(rng, *lead, length, h)
+        inputs = {"K": K, "u": u}
+        got = call(fn, inputs)
+        K64, u64 = K.astype(np.float64), u.astype(np.float64)
+        want = np.zeros(lead + (length, p))
+        corr = np.zeros(lead + (length, p))
+        for k in range(length):
+            for j in range(k + 1):
+                want[..., k, :] += u64[..., k - j, :] @ K64[j].T
+                corr[..., k, :] += u64[..., j, :] @ K64[j].T
+        expect_close(got, want.astype(np.float32), inputs=inputs, rtol=1e-4, atol=1e-4,
+                     time_axis=-2, hints=[
+                         alternative(corr, "you paired K_j with u_j: the convolution pairs "
+                                           "K_j with u_{k-j} (the input j steps ago)."),
+                     ])
+
+
+@exercise("1.5", points=2, title="the spectral radius",
+          reference="chapter 1, 'Stability'; numpy.linalg.eigvals")
+def _(fn, rng):
+    mats = [np.array([[0.5]], np.float32),
+            np.array([[0.0, 2.0], [-0.5, 0.0]], np.float32),    # complex eigenvalues ±i
+            np.array([[0.9, 5.0], [0.0, 0.3]], np.float32),     # non-normal: ‖A‖ ≫ ρ(A)
+            (randn(rng, 6, 6) / np.float32(np.sqrt(6))).astype(np.float32)]
+    for A in mats:
+        inputs = {"A": A}
+        got = call(fn, inputs)
+        A64 = A.astype(np.float64)
+        eig = np.linalg.eigvals(A64)
+        want = np.max(np.abs(eig))
+        expect_close(got, np.float64(want), inputs=inputs, rtol=1e-4, atol=1e-5, hints=[
+            alternative(np.linalg.norm(A64, 2), "that is the largest singular value (the "
+                        "operator norm ‖A‖₂); the spectral radius is the largest |eigenvalue|, "
+                        "smaller for non-normal A."),
+            alternative(np.max(eig.real), "take the modulus |λ| of the eigenvalues, not their "
+                                          "real part."),
+            alternative(np.max(np.abs(A64)), "the largest entry of A is not its spectral radius."),
+            when(lambda r, e: np.ndim(r) == 0 and r < 0, "a radius cannot be negative."),
+        ])

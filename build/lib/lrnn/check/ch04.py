@@ -1,0 +1,191 @@
+"""Checks for Exercises 4 · Normalisation (solutions/04_normalisation.ipynb): RotRNN §3.1
+(ξ, Theorem 1 by Monte Carlo, first-state scaling) and the LRU's expected norm (RotRNN App. C.1)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ._core import CheckFailure, alternative, call, crandn, expect, expect_close, exercise, randn
+from .ch03 import _block_rotation, _expm
+
+
+def _rotation(rng, n):
+    M = rng.standard_normal((n, n))
+    return _expm(M - M.T) @ _block_rotation(rng.uniform(0, 2 * np.pi, n // 2)) @ _expm(M - M.T).T
+
+
+@exercise("4.1", points=2, title="ξ, the RotRNN normalisation of B, per head",
+          reference="RotRNN §3.1 (ξ below eq. 5) and App. B.3 (γ = exp(−exp(ν_log))); "
+                    "lrnn.rotrnn.xi")
+def _(fn, rng):
+    for h, n, k in [(1, 2, 1), (3, 4, 5), (2, 6, 2)]:
+        g = rng.uniform(0.5, 0.999, h)
+        nu_log = np.log(-np.log(g)).astype(np.float32)
+        B = randn(rng, h, n, k)
+        inputs = {"nu_log": nu_log, "B": B}
+        got = call(fn, inputs)
+        g64 = np.exp(-np.exp(nu_log.astype(np.float64)))
+        tr = np.sum(B.astype(np.float64) ** 2, axis=(1, 2))
+        want = np.sqrt((1 - g64**2) / tr)
+        expect_close(got, want, inputs=inputs, rtol=5e-4, atol=1e-7, what="ξ per head", hints=[
+            alternative((1 - g64**2) / tr, "ξ is a square root: ξ² Tr[BᵀB] = 1 − γ²."),
+            alternative(np.sqrt((1 - g64**2) / np.sqrt(tr)), "Tr[BᵀB] is the sum of squares of "
+                        "the entries of B_h (its squared Frobenius norm), not the norm."),
+            alternative(np.sqrt((1 - g64) / tr), "the numerator is 1 − γ², not 1 − γ."),
+            alternative(np.sqrt(np.abs(1 - np.exp(-nu_log.astype(np.float64))**2) / tr),
+                        "γ = exp(−exp(ν_log)) (App. B.3), a double exponential."),
+            alternative(np.sqrt((1 - g64**2) / np.sum(B.astype(np.float64) ** 2)),
+                        "the trace is per head: sum over the last two axes of B only."),
+        ])
+
+
+def _exact_sq_norm(A, B, gamma, alpha, x1, T):
+    """E‖x_t‖² for x_t = α(γ A x_{t−1} + B u_t), u_t ~ N(0, I), x_1 given, t = 1..T
+    (the recursion in the proof of Theorem 1, valid for orthogonal A)."""
+    e = [float(np.sum(np.asarray(x1, np.float64) ** 2))]
+    tr = float(np.sum(np.asarray(B, np.float64) ** 2))
+    for _ in range(T - 1):
+        e.append(alpha**2 * (gamma**2 * e[-1] + tr))
+    return np.array(e)
+
+
+def _simulate_sq_norms(rng, A, B, gamma, alpha, x1, T, S):
+    x = np.broadcast_to(np.asarray(x1, np.float64), (S, A.shape[0]))
+    out = [np.sum(x**2, -1)]
+    for _ in range(T - 1):
+        x = alpha * (gamma * x @ A.T + rng.standard_normal((S, B.shape[1])) @ B.T)
+        out.append(np.sum(x**2, -1))
+    return np.stack(out, -1)
+
+
+@exercise("4.2", points=3, title="Theorem 1 by Monte Carlo: an estimator of E‖x_t‖²",
+          reference="RotRNN Theorem 1, eq. 4 and App. A.1; jax.random.normal")
+def _(fn, rng):
+    import jax
+    for n, k, T, S, gamma, norm_alpha, x1_scale in [(2, 1, 4, 4000, 0.9, True, 1.0),
+                                                    (4, 3, 10, 2000, 0.8, True, 1.0),
+                                                    (4, 2, 8, 2000, 0.95, False, 1.5)]:
+        A = _rotation(rng, n).astype(np.float32)
+        B = (randn(rng, n, k) / np.float32(np.sqrt(n * k))).astype(np.float32)
+        tr = float(np.sum(B.astype(np.float64) ** 2))
+        alpha = float(1 / np.sqrt(gamma**2 + tr)) if norm_alpha else 0.9
+        x1 = randn(rng, n)
+        x1 = (x1_scale * x1 / np.linalg.norm(x1)).astype(np.float32)
+        key = jax.random.PRNGKey(int(rng.integers(2**31)))
+        inputs = {"key": key, "A": A, "B": B, "gamma": gamma, "alpha": alpha, "x1": x1,
+                  "T": T, "n_samples": S}
+        got = call(fn, inputs)
+        expect(isinstance(got, (tuple, list)) and len(got) == 2,
+               "the result must be a pair (mean, stderr) of arrays of shape (T,).",
+               inputs=inputs, hint="return `mean, stderr`.")
+        exact = _exact_sq_norm(A, B, gamma, alpha, x1, T)
+        sims = _simulate_sq_norms(np.random.default_rng(int(rng.integers(2**31))), A.astype(
+            np.float64), B.astype(np.float64), gamma, alpha, x1, T, 20000)
+        ref_se = sims.std(axis=0) / np.sqrt(S)
+        mean = expect_close(got[0], exact, inputs=inputs, rtol=1.0, atol=1e9, what="the mean")
+        se = expect_close(got[1], ref_se, inputs=inputs, rtol=1.0, atol=1e9,
+                          what="the standard error")
+        expect(abs(mean[0] - exact[0]) < 1e-4 and abs(se[0]) < 1e-6,
+               "at t = 1 the state is x_1 itself: the mean must be ‖x_1‖² with standard error 0.",
+               inputs=inputs, expected=(exact[0], 0.0), received=(float(mean[0]), float(se[0])),
+               hint="the first entry is t = 1 (x_1 given); the noise enters from t = 2 on.")
+        z = np.abs(mean - exact) / np.maximum(ref_se, 1e-12)
+        if z[1:].max() > 5:
+            variants = {
+                "α multiplies both terms of eq. 4: x_t = α(γ A x_{t−1} + B u_t).":
+                    lambda e, tr_: alpha**2 * gamma**2 * e + tr_,
+                "the decay γ is missing from the recurrence.":
+                    lambda e, tr_: alpha**2 * (e + tr_),
+                "the input term B u_t is missing (or u_t is zero).":
+                    lambda e, tr_: alpha**2 * gamma**2 * e,
+            }
+            hint = ("more than 5 standard errors from the exact E‖x_t‖² (proof of Theorem 1): "
+                    "simulate eq. 4 exactly, with fresh u_t ~ N(0, I) at every step and sample.")
+            for message, step in variants.items():
+                alt = [exact[0]]
+                for _ in range(T - 1):
+                    alt.append(step(alt[-1], tr))
+                if np.all(np.abs(mean - np.array(alt)) <= 5 * ref_se + 1e-6):
+                    hint = message
+                    break
+            raise CheckFailure("the estimates are not consistent with E‖x_t‖².", inputs=inputs,
+                               expected=exact, received=mean, hint=hint,
+                               detail=f"largest deviation: {z[1:].max():.1f} standard errors.")
+        ok_se = (se[1:] > 0.6 * ref_se[1:]) & (se[1:] < 1.6 * ref_se[1:])
+        expect(bool(ok_se.all()),
+               "the standard error does not match the sample size: it should be "
+               "std(‖x_t‖²) / √n_samples.", inputs=inputs, expected=ref_se, received=se,
+               hint="the standard error of a mean of S samples is the sample standard "
+                    "deviation divided by √S (not by S, not the variance).")
+        other = call(fn, dict(inputs, key=jax.random.PRNGKey(int(rng.integers(2**31)))))
+        expect(not np.allclose(np.asarray(other[0]), mean), "a different key gave the same "
+               "estimates.", inputs=inputs, hint="draw the noise from `key` (jax.random.normal).")
+
+
+@exercise("4.3", points=2, title="the LRU's expected state norm at finite t",
+          reference="RotRNN App. C.1, eqs. 21–27 (with the powers 0 … t−1); LRU §3.3")
+def _(fn, rng):
+    for N, K, ts in [(1, 1, [1, 2, 5]), (4, 3, [1, 3, 10, 100]), (6, 2, [2, 7, 50, 1000])]:
+        lam = np.exp(1j * rng.uniform(0, 2 * np.pi, N)) * rng.uniform(0.3, 0.99, N)
+        if N > 1:
+            lam[-1] = np.exp(1j * rng.uniform(0, 2 * np.pi))        # |λ| = 1 exactly
+        lam = lam.astype(np.complex64)
+        B = crandn(rng, N, K)
+        t = np.array(ts)
+        inputs = {"lam": lam, "B": B, "t": t}
+        got = call(fn, inputs)
+        r2 = np.abs(lam.astype(np.complex128)) ** 2
+        b = np.sum(np.abs(B.astype(np.complex128)) ** 2, axis=1)
+        want = np.array([np.sum(b * np.sum(r2[:, None] ** np.arange(tt), axis=1)) for tt in ts])
+        shifted = np.array([np.sum(b * np.sum(r2[:, None] ** np.arange(1, tt + 1), axis=1))
+                            for tt in ts])
+        rootb = np.sqrt(b)
+        rootb_sum = np.array([np.sum(rootb * np.sum(r2[:, None] ** np.arange(tt), axis=1))
+                              for tt in ts])
+        expect_close(got, want, inputs=inputs, rtol=2e-4, atol=1e-5, dtype="real",
+                     what="E‖x_t‖²", hints=[
+                         alternative(shifted, "the powers run over i = 0 … t−1 (x_1 = B̃u_1 has "
+                                     "no factor λ); eq. 24 as printed starts at i = 1."),
+                         alternative(rootb_sum, "b_k is the squared norm of row k of B̃."),
+                     ])
+
+
+def _rotrnn_states_np(params, u, scale_first_state):
+    """Dense float64 loop of RotRNN eq. 6 per head (x_0 = 0)."""
+    M, theta, nu_log, B = (np.asarray(params[k], np.float64) for k in ("M", "theta", "nu_log", "B"))
+    H, n, _ = B.shape
+    g = np.exp(-np.exp(nu_log))
+    tr = np.sum(B**2, axis=(1, 2))
+    xi = np.sqrt((1 - g**2) / tr)
+    A = np.stack([_expm(M[h] - M[h].T) @ _block_rotation(theta[h]) @ _expm(M[h] - M[h].T).T
+                  for h in range(H)])
+    u = np.asarray(u, np.float64)
+    x = np.zeros(u.shape[:-2] + (H, n))
+    out = []
+    for t in range(u.shape[-2]):
+        drive = np.einsum("hnk,...k->...hn", B, u[..., t, :])
+        coef = (1 / np.sqrt(tr)) if (scale_first_state and t == 0) else xi
+        x = g[:, None] * np.einsum("hij,...hj->...hi", A, x) + coef[:, None] * drive
+        out.append(x)
+    return np.stack(out, -3)
+
+
+@exercise("4.4", points=3, title="RotRNN states with ξ and first-state scaling",
+          reference="RotRNN eq. 6, §3.1 and Theorem 1; lrnn.rotrnn.hidden_states")
+def _(fn, rng):
+    for lead, L, K, H, n in [((), 1, 1, 1, 2), ((2,), 6, 3, 3, 4)]:
+        params = {"M": randn(rng, H, n, n) / np.float32(np.sqrt(n)),
+                  "theta": rng.uniform(0, 2 * np.pi, (H, n // 2)).astype(np.float32),
+                  "nu_log": np.log(-np.log(rng.uniform(0.6, 0.99, H))).astype(np.float32),
+                  "B": randn(rng, H, n, K)}
+        u = randn(rng, *lead, L, K)
+        for scale in (False, True):
+            inputs = {"params": params, "u": u}
+            got = call(fn, inputs, scale_first_state=scale)
+            want = _rotrnn_states_np(params, u, scale)
+            shown = dict(inputs, scale_first_state=scale)
+            expect_close(got, want, inputs=shown, rtol=1e-3, atol=1e-4, time_axis=-3,
+                         what="the states x_t, shape (..., L, H, n)", hints=[
+                alternative(_rotrnn_states_np(params, u, not scale),
+                            "scale_first_state is ignored or inverted: with it, x_1 = B u_1 / "
+                            "‖B‖_F (ξ / √(1−γ²)); without it, x_1 = ξ B u_1."),
+            ])

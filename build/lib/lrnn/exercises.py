@@ -1,0 +1,359 @@
+"""Generate the student notebooks ``exercises/`` from the single source ``solutions/``.
+
+    python -m lrnn.exercises build            # (re)write exercises/NN_*.ipynb
+    python -m lrnn.exercises build --check    # exit 1, with a diff summary, if exercises/ is stale
+
+What the build does to each ``solutions/NN_*.ipynb`` (see ``solutions/AUTHORING.md``):
+
+* code between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` becomes
+  ``raise NotImplementedError("Exercise 3.2: <title> — read <reference>")`` at the marker's
+  indentation (title and reference from the checker registered in ``lrnn.check``); markdown
+  solution regions become ``YOUR ANSWER HERE`` (nbgrader's markers and behaviour);
+* ``### BEGIN HIDDEN TESTS`` … ``### END HIDDEN TESTS`` is removed from the test cells;
+* outputs of solution cells, test cells and cells tagged ``exercise-raises`` or
+  ``exercise-clear-output`` are cleared (and their ``nbval-check-output`` tag removed);
+* ``exercise-raises`` becomes ``raises-exception``, and so does every cell whose solution region
+  is at top level; those cells are also tagged ``remove-output`` so that the website shows the
+  stub but no traceback; cells tagged ``solutions-only`` are dropped;
+* the Colab badge path ``solutions/`` becomes ``exercises/``;
+* the notebook is written as stable JSON (sorted keys, indent 1, UTF-8, final newline).
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import difflib
+import json
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+BEGIN_SOLUTION = "### BEGIN SOLUTION"
+END_SOLUTION = "### END SOLUTION"
+BEGIN_HIDDEN = "### BEGIN HIDDEN TESTS"
+END_HIDDEN = "### END HIDDEN TESTS"
+ANSWER_PLACEHOLDER = "YOUR ANSWER HERE"
+NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
+GRADE_ID = re.compile(r"^ex(\d+\.\d+)(?:-.*)?$")
+
+
+class BuildError(Exception):
+    pass
+
+
+def exercise_id(grade_id: str | None) -> str | None:
+    m = GRADE_ID.match(grade_id or "")
+    return m.group(1) if m else None
+
+
+def nbgrader_meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def cell_kind(cell) -> str:
+    """"solution" (student code or answer), "test" (autograded), "manual" (hand-graded
+    answer), or "" (an ordinary cell)."""
+    meta = nbgrader_meta(cell)
+    if meta.get("grade") and meta.get("solution"):
+        return "manual"
+    if meta.get("grade"):
+        return "test"
+    if meta.get("solution"):
+        return "solution"
+    return ""
+
+
+def _split_region(lines, begin, end, where):
+    """Yield ("text", line) and ("region", (indent, lines)) items; raise on bad nesting."""
+    out, inside, indent, region = [], False, "", []
+    for line in lines:
+        stripped = line.strip()
+        if stripped == begin:
+            if inside:
+                raise BuildError(f"{where}: nested {begin!r}")
+            inside, indent, region = True, line[: len(line) - len(line.lstrip())], []
+        elif stripped == end:
+            if not inside:
+                raise BuildError(f"{where}: {end!r} without {begin!r}")
+            out.append(("region", (indent, region)))
+            inside = False
+        elif inside:
+            region.append(line)
+        else:
+            out.append(("text", line))
+    if inside:
+        raise BuildError(f"{where}: {begin!r} without {end!r}")
+    return out
+
+
+def _stub_message(ex_id: str | None) -> str:
+    from . import check
+    if ex_id is None:
+        return "Exercise: write your code here"
+    try:
+        ex = check.get(ex_id)
+    except KeyError:
+        return f"Exercise {ex_id}: write your code here"
+    return f"Exercise {ex.id}: {ex.title} — read {ex.reference}"
+
+
+def strip_solution(source: str, *, markdown: bool, ex_id: str | None, where: str):
+    """Return (new source, has_region, has_top_level_region)."""
+    items = _split_region(source.split("\n"), BEGIN_SOLUTION, END_SOLUTION, where)
+    lines, found, top_level = [], False, False
+    for kind, value in items:
+        if kind == "text":
+            lines.append(value)
+            continue
+        found = True
+        indent, _ = value
+        if markdown:
+            lines.append(indent + ANSWER_PLACEHOLDER)
+        else:
+            top_level = top_level or indent == ""
+            lines.append(indent + "raise NotImplementedError("
+                         + json.dumps(_stub_message(ex_id), ensure_ascii=False) + ")")
+    return "\n".join(lines), found, top_level
+
+
+def strip_hidden(source: str, where: str) -> str:
+    items = _split_region(source.split("\n"), BEGIN_HIDDEN, END_HIDDEN, where)
+    lines = [v for k, v in items if k == "text"]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines)
+
+
+def _clear(cell):
+    if cell.cell_type == "code":
+        cell.outputs = []
+        cell.execution_count = None
+    tags = [t for t in cell.metadata.get("tags", []) if t != "nbval-check-output"]
+    _set_tags(cell, tags)
+
+
+def _set_tags(cell, tags):
+    if tags:
+        cell.metadata["tags"] = tags
+    else:
+        cell.metadata.pop("tags", None)
+
+
+def exercise_table(nb, name: str = "notebook") -> list[dict]:
+    """The graded cells of a solution notebook, in order: dicts with ``grade_id``,
+    ``exercise``, ``kind`` ("test"/"manual"), ``points`` and ``source`` (full, with hidden
+    tests). Raises BuildError on duplicate grade ids."""
+    seen, table = set(), []
+    for i, cell in enumerate(nb.cells):
+        meta = nbgrader_meta(cell)
+        gid = meta.get("grade_id")
+        if not meta:
+            continue
+        where = f"{name}, cell {i}"
+        if not gid:
+            raise BuildError(f"{where}: nbgrader metadata without a grade_id")
+        if gid in seen:
+            raise BuildError(f"{where}: duplicate grade_id {gid!r}")
+        seen.add(gid)
+        kind = cell_kind(cell)
+        if kind in ("test", "manual"):
+            ex_id = exercise_id(gid)
+            if ex_id is None or gid != f"ex{ex_id}":
+                raise BuildError(f"{where}: graded cell grade_id {gid!r} must be 'exN.k'")
+            table.append({"grade_id": gid, "exercise": ex_id, "kind": kind,
+                          "points": float(meta.get("points", 0)), "source": cell.source,
+                          "cell_type": cell.cell_type})
+    return table
+
+
+def build_notebook(nb, name: str = "notebook"):
+    """The exercise version of the solution notebook ``nb`` (a new object)."""
+    from . import check
+    nb = copy.deepcopy(nb)
+    exercise_table(nb, name)                     # validates grade ids
+    cells = []
+    for i, cell in enumerate(nb.cells):
+        where = f"{name}, cell {i}"
+        tags = list(cell.metadata.get("tags", []))
+        if "solutions-only" in tags:
+            continue
+        meta = nbgrader_meta(cell)
+        kind = cell_kind(cell)
+        ex_id = exercise_id(meta.get("grade_id"))
+        clear = False
+        if cell.cell_type == "markdown":
+            cell.source = cell.source.replace("/blob/main/solutions/", "/blob/main/exercises/")
+        if kind in ("solution", "manual") or BEGIN_SOLUTION in cell.source:
+            if kind == "":
+                raise BuildError(f"{where}: solution markers in a cell without nbgrader "
+                                 "solution metadata")
+            source, found, top = strip_solution(cell.source, markdown=cell.cell_type ==
+                                                "markdown", ex_id=ex_id, where=where)
+            if not found and cell.cell_type == "code":
+                raise BuildError(f"{where}: solution cell without {BEGIN_SOLUTION!r}")
+            if not found:                        # a manual answer cell: the whole answer
+                source = ANSWER_PLACEHOLDER
+            cell.source = source
+            clear = True
+            if top:
+                tags.append("raises-exception")
+        if kind == "test":
+            if cell.cell_type != "code":
+                raise BuildError(f"{where}: autograded test cell must be a code cell")
+            try:
+                ex = check.get(ex_id)
+            except KeyError:
+                raise BuildError(f"{where}: no checker registered for exercise {ex_id!r} "
+                                 "(lrnn.check.chNN)") from None
+            points = float(meta.get("points", 0))
+            if points != float(ex.points):
+                raise BuildError(f"{where}: exercise {ex_id} has points={meta.get('points')} "
+                                 f"in the notebook but points={ex.points} in its checker")
+            if not re.search(rf"check\(\s*['\"]{re.escape(ex_id)}['\"]", cell.source):
+                raise BuildError(f"{where}: test cell of exercise {ex_id} has no visible "
+                                 f"check(\"{ex_id}\", ...) call")
+            cell.source = strip_hidden(cell.source, where)
+            clear = True
+        elif BEGIN_HIDDEN in cell.source:
+            raise BuildError(f"{where}: hidden tests outside an autograded test cell")
+        if "exercise-raises" in tags:
+            tags = [t for t in tags if t != "exercise-raises"] + ["raises-exception"]
+            clear = True
+        if "exercise-clear-output" in tags:
+            tags = [t for t in tags if t != "exercise-clear-output"]
+            clear = True
+        if "raises-exception" in tags:
+            tags.append("remove-output")     # the website shows the stub, not its traceback
+        tags = list(dict.fromkeys(tags))
+        _set_tags(cell, tags)
+        if clear:
+            _clear(cell)
+        cell.metadata.pop("execution", None)
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
+def render(nb) -> str:
+    text = nbformat.writes(nb, version=4)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def generate(solutions: Path) -> dict[str, str]:
+    """File name -> rendered exercise notebook, for every ``solutions/NN_*.ipynb``."""
+    out = {}
+    for path in sorted(Path(solutions).glob(NOTEBOOK_GLOB)):
+        nb = nbformat.read(path, as_version=4)
+        out[path.name] = render(build_notebook(nb, path.name))
+    return out
+
+
+def _diff_summary(name: str, old: str, new: str, max_lines: int = 30) -> str:
+    diff = list(difflib.unified_diff(old.splitlines(), new.splitlines(),
+                                     f"exercises/{name} (on disk)",
+                                     f"exercises/{name} (generated)", lineterm="", n=1))
+    more = len(diff) - max_lines
+    text = "\n".join(diff[:max_lines])
+    return text + (f"\n… {more} more diff lines" if more > 0 else "")
+
+
+# Cell constructors for scripts that write solution notebooks (nbgrader schema 3 metadata).
+
+def _nbgrader(grade_id, *, grade, solution, locked, points=None):
+    meta = {"grade": grade, "solution": solution, "locked": locked, "grade_id": grade_id,
+            "schema_version": 3}
+    if points is not None:
+        meta["points"] = points
+    return {"nbgrader": meta}
+
+
+def solution_cell(source: str, grade_id: str, *, tags=()):
+    """The student's code cell (``grade_id`` like ``"ex3.2-solution"``)."""
+    cell = nbformat.v4.new_code_cell(source, metadata=_nbgrader(grade_id, grade=False,
+                                                                solution=True, locked=False))
+    if tags:
+        cell.metadata["tags"] = list(tags)
+    return cell
+
+
+def test_cell(source: str, grade_id: str, points, *, tags=()):
+    """The autograded cell: visible ``check(...)`` then hidden tests (``grade_id`` "ex3.2")."""
+    cell = nbformat.v4.new_code_cell(source, metadata=_nbgrader(grade_id, grade=True,
+                                                                solution=False, locked=True,
+                                                                points=points))
+    if tags:
+        cell.metadata["tags"] = list(tags)
+    return cell
+
+
+def manual_cell(answer_and_rubric: str, grade_id: str, points):
+    """A hand-graded markdown answer cell; the source is wrapped in solution markers."""
+    source = f"{BEGIN_SOLUTION}\n{answer_and_rubric.strip()}\n{END_SOLUTION}"
+    return nbformat.v4.new_markdown_cell(source, metadata=_nbgrader(
+        grade_id, grade=True, solution=True, locked=False, points=points))
+
+
+def build(solutions="solutions", exercises="exercises", *, check: bool = False,
+          out=sys.stdout) -> int:
+    """Write (or with ``check=True`` compare) ``exercises/``; return the exit status."""
+    solutions, exercises = Path(solutions), Path(exercises)
+    if not solutions.is_dir():
+        print(f"error: no solutions folder at {solutions}", file=out)
+        return 2
+    try:
+        wanted = generate(solutions)
+    except BuildError as e:
+        print(f"error: {e}", file=out)
+        return 2
+    existing = {p.name for p in exercises.glob(NOTEBOOK_GLOB)} if exercises.is_dir() else set()
+    stale = sorted(existing - set(wanted))
+    if check:
+        problems = []
+        for name, text in wanted.items():
+            path = exercises / name
+            if not path.exists():
+                problems.append(f"missing: exercises/{name}")
+            elif path.read_text(encoding="utf-8") != text:
+                problems.append(f"differs: exercises/{name}\n"
+                                + _diff_summary(name, path.read_text(encoding="utf-8"), text))
+        problems += [f"not generated from solutions/ (stale): exercises/{n}" for n in stale]
+        if problems:
+            print("exercises/ is out of date with solutions/ — run "
+                  "`python -m lrnn.exercises build`:", file=out)
+            for p in problems:
+                print("  " + p.replace("\n", "\n    "), file=out)
+            return 1
+        print(f"exercises/ is up to date ({len(wanted)} notebooks).", file=out)
+        return 0
+    exercises.mkdir(parents=True, exist_ok=True)
+    for name, text in wanted.items():
+        path = exercises / name
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            tmp = path.with_suffix(".ipynb.tmp")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(path)
+            print(f"wrote exercises/{name}", file=out)
+    for name in stale:
+        (exercises / name).unlink()
+        print(f"removed stale exercises/{name}", file=out)
+    print(f"{len(wanted)} exercise notebooks up to date.", file=out)
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lrnn.exercises",
+                                     description="Generate exercises/ from solutions/.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="write exercises/ (or --check it)")
+    b.add_argument("--check", action="store_true",
+                   help="do not write; exit 1 with a diff summary if exercises/ is stale")
+    b.add_argument("--solutions", default="solutions", help="source folder (default: solutions)")
+    b.add_argument("--exercises", default="exercises", help="output folder (default: exercises)")
+    args = parser.parse_args(argv)
+    return build(args.solutions, args.exercises, check=args.check)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,265 @@
+"""The Linear Recurrent Unit (LRU; Orvieto et al., 2023).
+
+The layer maps an input sequence ``u`` of shape ``(..., L, H)`` to ``y`` of the same shape
+through a complex diagonal linear recurrence with ``N`` states (LRU §3.2–§3.4, Appendix A):
+
+    x_k = Λ x_{k-1} + exp(γ_log) ⊙ (B u_k),      x_0 = 0,
+    y_k = Re(C x_k) + D ⊙ u_k,
+
+with ``Λ = diag(λ)``, ``λ_j = exp(-exp(ν_log_j) + i exp(θ_log_j))`` (the stable exponential
+parametrisation of §3.3: ``|λ_j| < 1`` for every real ``ν_log_j``) and the normalisation
+``γ_j = sqrt(1 - |λ_j|²)`` of §3.4, initialised so that under white-noise input every state
+has, as ``k → ∞``, the variance of its input ``(B u_k)_j``.
+
+Parameters are a dict of real arrays (``N = d_state``, ``H = d_model``):
+
+    nu_log (N,), theta_log (N,), gamma_log (N,)
+    B_re, B_im (N, H)
+    C_re, C_im (H, N), or (H, 2N) for a bidirectional layer
+    D (H,)
+
+A bidirectional layer runs the same recurrence (same ``λ``, ``γ``, ``B``) forwards and
+backwards in time; its state is the concatenation ``[x_fwd, x_rev]`` of shape ``(..., L, 2N)``
+and ``C`` reads both halves.
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._validate import (fail, require_positive_int, require_real,
+                        require_sequence)
+from .scan import linear_scan
+
+TWO_PI = 2 * math.pi
+
+
+def _check_ring(r_min, r_max):
+    r_min = require_real("r_min", r_min)
+    r_max = require_real("r_max", r_max)
+    if not 0.0 <= r_min <= 1.0:
+        fail("r_min", r_min, "a radius with 0 <= r_min <= r_max <= 1")
+    if not 0.0 <= r_max <= 1.0:
+        fail("r_max", r_max, "a radius with 0 <= r_min <= r_max <= 1")
+    if r_min > r_max:
+        fail("r_min", r_min, f"a radius no larger than r_max = {r_max!r} (0 <= r_min <= r_max <= 1)")
+    return r_min, r_max
+
+
+def _check_phase(max_phase):
+    max_phase = require_real("max_phase", max_phase)
+    if max_phase <= 0:
+        fail("max_phase", max_phase, "a positive angle in radians (e.g. 2π, or π/50 for PathX)")
+    return max_phase
+
+
+# ----------------------------------------------------------------------------------------
+# Initialisation (Lemma 3.2, Appendix A)
+# ----------------------------------------------------------------------------------------
+
+def ring_from_uniforms(u1, u2, *, r_min=0.0, r_max=1.0, max_phase=TWO_PI):
+    """The map of LRU Lemma 3.2 from two uniforms on [0, 1] to ``(nu_log, theta_log)``.
+
+    ``ν = -½ log(u1 (r_max² - r_min²) + r_min²)`` and ``θ = max_phase · u2``, so that
+    ``λ = exp(-ν + iθ)`` is uniform on the ring ``r_min <= |λ| <= r_max`` with phase in
+    ``[0, max_phase]`` (inverse-CDF sampling of ``|λ|²``, which is uniform on
+    ``[r_min², r_max²]``). Returns the logarithms ``(log ν, log θ)`` that the layer learns.
+
+    ``u1 = 1`` with ``r_max = 1`` gives ``|λ| = 1`` (``nu_log = -inf``); ``u2 = 0`` gives
+    ``θ = 0`` (``theta_log = -inf``); both are exact limits, as in the paper's code."""
+    r_min, r_max = _check_ring(r_min, r_max)
+    max_phase = _check_phase(max_phase)
+    u1 = jnp.asarray(u1)
+    u2 = jnp.asarray(u2)
+    nu_log = jnp.log(-0.5 * jnp.log(u1 * (r_max ** 2 - r_min ** 2) + r_min ** 2))
+    theta_log = jnp.log(max_phase * u2)
+    return nu_log, theta_log
+
+
+def ring_init(key, n, r_min=0.0, r_max=1.0, max_phase=TWO_PI):
+    """``n`` eigenvalues uniform on the ring ``r_min <= |λ| <= r_max`` (LRU Lemma 3.2).
+
+    Draws ``u1, u2 ~ U(0, 1)`` of shape ``(n,)`` from ``jax.random.split(key)`` (in that
+    order) and returns ``ring_from_uniforms(u1, u2, ...)``: ``(nu_log, theta_log)``, each
+    of shape ``(n,)``."""
+    require_positive_int("n", n)
+    r_min, r_max = _check_ring(r_min, r_max)
+    max_phase = _check_phase(max_phase)
+    k1, k2 = jax.random.split(key)
+    u1 = jax.random.uniform(k1, (n,))
+    u2 = jax.random.uniform(k2, (n,))
+    return ring_from_uniforms(u1, u2, r_min=r_min, r_max=r_max, max_phase=max_phase)
+
+
+def init(key, d_model, d_state, *, r_min=0.0, r_max=1.0, max_phase=TWO_PI, bidirectional=False):
+    """LRU parameters as in the paper's Appendix A (``init_lru_parameters``).
+
+    Args:
+      key: a ``jax.random`` key; the result is a deterministic function of it.
+      d_model: ``H``, the input/output width.
+      d_state: ``N``, the number of complex states.
+      r_min, r_max: the ring of Lemma 3.2, ``0 <= r_min <= r_max <= 1``.
+      max_phase: eigenvalue phases are uniform on ``[0, max_phase]`` (§3.4: small for PathX).
+      bidirectional: give ``C`` shape ``(H, 2N)`` to read a forward and a backward state.
+
+    Returns:
+      a dict with ``nu_log, theta_log, gamma_log`` of shape ``(N,)``; ``B_re, B_im`` of shape
+      ``(N, H)``, entries ``N(0, 1/(2H))`` (Glorot with halved variance per component);
+      ``C_re, C_im`` of shape ``(H, N)`` [``(H, 2N)`` bidirectional], entries
+      ``N(0, 1/fan_in)`` with fan-in ``N`` [``2N``: the two directions together keep the
+      output variance of the unidirectional layer]; ``D`` of shape ``(H,)``, entries
+      ``N(0, 1)``; and ``gamma_log = log sqrt(1 - |λ|²)`` (§3.4).
+
+    Random streams: ``k_ring, k_bre, k_bim, k_cre, k_cim, k_d = jax.random.split(key, 6)``,
+    with ``k_ring`` passed to ``ring_init``.
+    """
+    require_positive_int("d_model", d_model)
+    require_positive_int("d_state", d_state)
+    r_min, r_max = _check_ring(r_min, r_max)
+    max_phase = _check_phase(max_phase)
+    k_ring, k_bre, k_bim, k_cre, k_cim, k_d = jax.random.split(key, 6)
+    h, n = d_model, d_state
+    nu_log, theta_log = ring_init(k_ring, n, r_min, r_max, max_phase)
+    c_cols = 2 * n if bidirectional else n
+    params = {
+        "nu_log": nu_log,
+        "theta_log": theta_log,
+        "B_re": jax.random.normal(k_bre, (n, h)) / math.sqrt(2 * h),
+        "B_im": jax.random.normal(k_bim, (n, h)) / math.sqrt(2 * h),
+        "C_re": jax.random.normal(k_cre, (h, c_cols)) / math.sqrt(c_cols),
+        "C_im": jax.random.normal(k_cim, (h, c_cols)) / math.sqrt(c_cols),
+        "D": jax.random.normal(k_d, (h,)),
+    }
+    params["gamma_log"] = jnp.log(jnp.sqrt(1 - jnp.abs(eigenvalues(params)) ** 2))
+    return params
+
+
+# ----------------------------------------------------------------------------------------
+# Forward pass (§3.3, §3.4, Appendix A)
+# ----------------------------------------------------------------------------------------
+
+def eigenvalues(params):
+    """``λ = exp(-exp(ν_log) + i exp(θ_log))``, complex, shape ``(N,)`` (LRU §3.3)."""
+    return jnp.exp(-jnp.exp(params["nu_log"]) + 1j * jnp.exp(params["theta_log"]))
+
+
+def _sizes(params):
+    """(H, N, bidirectional) from the parameter shapes, checking they agree."""
+    n = jnp.shape(params["nu_log"])[0]
+    b_shape = jnp.shape(params["B_re"])
+    if len(b_shape) != 2 or b_shape[0] != n:
+        fail("params['B_re']", params["B_re"], f"shape (N, H) with N = {n} (the size of nu_log)")
+    h = b_shape[1]
+    c_shape = jnp.shape(params["C_re"])
+    if c_shape not in ((h, n), (h, 2 * n)):
+        fail("params['C_re']", params["C_re"],
+             f"shape (H, N) = {(h, n)} or, bidirectional, (H, 2N) = {(h, 2 * n)}")
+    return h, n, c_shape[1] == 2 * n
+
+
+def is_bidirectional(params) -> bool:
+    """Whether ``C`` reads a forward and a backward state (shape ``(H, 2N)``)."""
+    return _sizes(params)[2]
+
+
+def _check_input(u, h):
+    return require_sequence("u", u, h)
+
+
+def normalized_B(params):
+    """``diag(exp(γ_log)) (B_re + i B_im)``, complex, shape ``(N, H)`` (§3.4)."""
+    b = params["B_re"] + 1j * params["B_im"]
+    return b * jnp.exp(params["gamma_log"])[:, None]
+
+
+def hidden_states(params, u, *, method="auto"):
+    """The states ``x_k = Λ x_{k-1} + exp(γ_log) ⊙ (B u_k)``, ``x_0 = 0``.
+
+    Args:
+      params: from ``init``.
+      u: real, shape ``(..., L, H)``.
+      method: forwarded to ``lrnn.linear_scan``.
+
+    Returns:
+      complex ``(..., L, N)``; for a bidirectional layer ``(..., L, 2N)``: the forward states
+      ``[..., :N]`` followed by the backward states ``[..., N:]``, which solve
+      ``x_k = Λ x_{k+1} + exp(γ_log) ⊙ (B u_k)`` with ``x_{L+1} = 0``.
+    """
+    h, _, bidirectional = _sizes(params)
+    u = _check_input(u, h)
+    lam = eigenvalues(params)
+    bu = jnp.einsum("...lh,nh->...ln", u, normalized_B(params))
+    x = linear_scan(lam, bu, method=method)
+    if bidirectional:
+        x_rev = linear_scan(lam, bu, reverse=True, method=method)
+        x = jnp.concatenate([x, x_rev], axis=-1)
+    return x
+
+
+def apply(params, u, *, method="auto"):
+    """The LRU layer ``y_k = Re(C x_k) + D ⊙ u_k``: real ``(..., L, H)`` -> ``(..., L, H)``.
+
+    ``method`` is forwarded to ``lrnn.linear_scan``. Bidirectional: ``x_k`` is the
+    concatenated state of ``hidden_states``."""
+    x = hidden_states(params, u, method=method)
+    c = params["C_re"] + 1j * params["C_im"]
+    y = jnp.einsum("...ln,hn->...lh", x, c).real
+    return y + params["D"] * jnp.asarray(u)
+
+
+def impulse_response(params, L):
+    """The convolution kernel of a unidirectional layer: ``K`` of shape ``(L, H, H)`` with
+
+        K[0] = Re(C diag(γ) B) + diag(D),   K[k] = Re(C Λ^k diag(γ) B)  (k >= 1),
+
+    so that ``y_k = Σ_{j=0}^{k} K[j] u_{k-j}`` (the unrolled recurrence, LRU eq. 4).
+    ``K[k][:, i]`` is the output at lag ``k`` after a unit impulse on input channel ``i``; the
+    states after an impulse are ``hidden_states(params, impulse)``."""
+    require_positive_int("L", L)
+    h, _, bidirectional = _sizes(params)
+    if bidirectional:
+        fail("params", params["C_re"],
+             "a unidirectional layer (C of shape (H, N)); a bidirectional layer is not causal, "
+             "take its response from apply(params, impulse) instead")
+    lam = eigenvalues(params)
+    powers = lam[None, :] ** jnp.arange(L)[:, None]                      # (L, N)
+    c = params["C_re"] + 1j * params["C_im"]
+    k = jnp.einsum("hn,ln,ni->lhi", c, powers, normalized_B(params)).real
+    return k.at[0].add(jnp.diag(params["D"]))
+
+
+# ----------------------------------------------------------------------------------------
+# Forward-pass blow-up (Prop. 3.3)
+# ----------------------------------------------------------------------------------------
+
+def forward_blowup(r_min, r_max):
+    """LRU Prop. 3.3: ``lim_k E‖x_k‖² / E‖B u‖²`` for eigenvalues uniform on the ring
+    ``[r_min, r_max]``, white-noise input and no γ normalisation:
+
+        (1 / (r_max² - r_min²)) · log((1 - r_min²) / (1 - r_max²)),
+
+    which is ``E_s[1 / (1 - s)]`` for ``s = |λ|²`` uniform on ``[r_min², r_max²]``; for
+    ``r_min = r_max = r`` it is the limit ``1 / (1 - r²)`` (§3.4, eq. 5).
+
+    Computed as ``log1p(ε/ρ)/ε`` with ``ε = r_max² - r_min²``, ``ρ = 1 - r_max²`` so that
+    nearly equal radii lose no accuracy. Returns ``inf`` when ``r_max = 1`` (the state norm
+    grows without bound). Accepts floats or arrays (broadcast), returns a float or an array.
+    """
+    rmin = np.asarray(r_min, dtype=float)
+    rmax = np.asarray(r_max, dtype=float)
+    if not np.all(np.isfinite(rmin)) or np.any((rmin < 0) | (rmin > 1)):
+        fail("r_min", r_min, "radii with 0 <= r_min <= r_max <= 1")
+    if not np.all(np.isfinite(rmax)) or np.any((rmax < 0) | (rmax > 1)):
+        fail("r_max", r_max, "radii with 0 <= r_min <= r_max <= 1")
+    if np.any(rmin > rmax):
+        fail("r_min", r_min, f"radii no larger than r_max = {r_max!r}")
+    eps = rmax ** 2 - rmin ** 2
+    rho = 1.0 - rmax ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ring = np.log1p(eps / rho) / eps
+        out = np.where(eps > 0, ring, 1.0 / rho)
+    out = np.where(rho == 0, np.inf, out)
+    return float(out) if out.ndim == 0 else out

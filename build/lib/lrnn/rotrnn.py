@@ -1,0 +1,251 @@
+"""The Rotational RNN (RotRNN; Dolga, Biegun, Cunningham & Barber, 2024).
+
+``H`` independent heads of size ``n = d_state / H`` (§3.1, "Multi-Head Decay") each run
+
+    x_t = γ_h A_h x_{t-1} + ξ_h B_h u_t,        x_0 = 0          (RotRNN eq. 6)
+
+with a rotation ``A_h = P_h D(θ_h) P_hᵀ ∈ SO(n)`` (Lemma 3), ``P_h = expm(M_h - M_hᵀ)``
+(Lemma 2), ``D(θ_h)`` block-diagonal with ``n/2`` 2×2 rotations, a decay
+``γ_h = exp(-exp(ν_log_h))`` (App. B.3) and the normalisation
+
+    ξ_h = sqrt((1 - γ_h²) / Tr[B_hᵀ B_h]),
+
+recomputed from the current ``B`` at every call, so that Theorem 1's condition
+``Tr[(ξB)ᵀ(ξB)] = 1 - γ²`` (with α = 1) holds for any ``B``, during all of training.
+The output is ``y_t = C concat_h(x_t) + D ⊙ u_t``.
+
+Parameters (``K = d_model``, ``H = n_heads``, ``n = d_state / H``):
+
+    M (H, n, n), theta (H, n/2), nu_log (H,), B (H, n, K), C (K, d_state), D (K,)
+    C_rev (K, d_state)   -- bidirectional only (App. B.2: P, D(θ), γ and B are shared)
+
+The scan runs in the rotated basis ``z = Pᵀ x``, where the transition is ``γ D(θ)``
+(App. B.1): ``z_t = γ D(θ) z_{t-1} + ξ (PᵀB) u_t``, a ``lrnn.rotation_scan``.
+
+Expected state norm (white noise ``u_t ~ N(0, I)``, Theorem 1 with α = 1): since ``A`` is
+orthogonal and ``x_{t-1}`` is independent of ``u_t``,
+
+    E‖x_t‖² = γ² E‖x_{t-1}‖² + ξ² Tr[BᵀB] = γ² E‖x_{t-1}‖² + (1 - γ²).
+
+From ``x_0 = 0`` this gives ``E‖x_t‖² = 1 - γ^{2t}``. Theorem 1 starts instead from a unit
+first state; ``scale_first_state=True`` enforces it in expectation by feeding the first
+step ``x_1 = B u_1 / ‖B‖_F`` (the usual ``ξ B u_1`` divided by ``sqrt(1 - γ²)``), so
+``E‖x_1‖² = 1`` and then ``E‖x_t‖² = 1`` for every ``t``. (It keeps the layer linear in ``u``;
+rescaling ``x_1`` to norm exactly 1 would not.)
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._validate import (fail, require_positive_int, require_real,
+                        require_sequence)
+from .orthogonal import block_rotation, skew_expm
+from .scan import rotation_scan
+
+TWO_PI = 2 * math.pi
+
+
+def head_size(d_state, n_heads) -> int:
+    """``n = d_state / n_heads``, checked to be an even integer (pairs of rotated coordinates)."""
+    require_positive_int("d_state", d_state)
+    require_positive_int("n_heads", n_heads)
+    if d_state % n_heads:
+        fail("n_heads", n_heads,
+             f"a divisor of d_state = {d_state} (every head has d_state / n_heads states)")
+    n = d_state // n_heads
+    if n % 2:
+        fail("d_state", d_state,
+             f"d_state / n_heads = {d_state} / {n_heads} = {n} to be even "
+             "(each head rotates pairs of coordinates)")
+    return n
+
+
+def init(key, d_model, d_state, n_heads, *, gamma_min=0.9, gamma_max=0.999, max_phase=TWO_PI,
+         bidirectional=False):
+    """RotRNN parameters.
+
+    Args:
+      key: a ``jax.random`` key; the result is a deterministic function of it.
+      d_model: ``K``, input/output width.
+      d_state: total state size, ``n_heads · n`` with ``n`` even.
+      n_heads: ``H``, the number of heads, each with its own decay ``γ_h``.
+      gamma_min, gamma_max: ``γ_h`` uniform on ``[gamma_min, gamma_max] ⊂ (0, 1)`` (App. B.3).
+      max_phase: ``θ`` uniform on ``[0, max_phase]`` (App. B.2, Tab. 2: 2π or π/10 ...).
+      bidirectional: add ``C_rev`` for the backward pass (App. B.2).
+
+    Returns:
+      a dict with
+      ``M (H, n, n)``: entries ``N(0, 1/n)``, so ``S = M - Mᵀ`` has entries of variance
+      ``2/n`` and ``P = expm(S)`` is a well-spread rotation;
+      ``theta (H, n/2)``: ``U(0, max_phase)``;
+      ``nu_log (H,)``: ``log(-log γ)`` with ``γ ~ U(gamma_min, gamma_max)``;
+      ``B (H, n, K)``: Glorot normal, variance ``2 / (n + K)`` (its scale cancels in ``ξB``);
+      ``C (K, d_state)`` [and ``C_rev``]: entries ``N(0, 1/(H·directions))``, so that with
+      ``E‖x_t‖² = 1`` per head (Theorem 1) each output has variance 1 at initialisation;
+      ``D (K,)``: ``N(0, 1)``.
+
+    Random streams: ``k_m, k_theta, k_gamma, k_b, k_c, k_d, k_crev = jax.random.split(key, 7)``.
+    """
+    require_positive_int("d_model", d_model)
+    n = head_size(d_state, n_heads)
+    gamma_min = require_real("gamma_min", gamma_min)
+    gamma_max = require_real("gamma_max", gamma_max)
+    max_phase = require_real("max_phase", max_phase)
+    if not 0.0 < gamma_min < 1.0:
+        fail("gamma_min", gamma_min, "a decay in the open interval (0, 1)")
+    if not 0.0 < gamma_max < 1.0:
+        fail("gamma_max", gamma_max, "a decay in the open interval (0, 1)")
+    if gamma_min > gamma_max:
+        fail("gamma_min", gamma_min, f"a decay no larger than gamma_max = {gamma_max!r}")
+    if max_phase <= 0:
+        fail("max_phase", max_phase, "a positive angle in radians")
+    h, k = n_heads, d_model
+    k_m, k_theta, k_gamma, k_b, k_c, k_d, k_crev = jax.random.split(key, 7)
+    gam = jax.random.uniform(k_gamma, (h,), minval=gamma_min, maxval=gamma_max)
+    directions = 2 if bidirectional else 1
+    c_std = 1.0 / math.sqrt(h * directions)
+    params = {
+        "M": jax.random.normal(k_m, (h, n, n)) / math.sqrt(n),
+        "theta": jax.random.uniform(k_theta, (h, n // 2), minval=0.0, maxval=max_phase),
+        "nu_log": jnp.log(-jnp.log(gam)),
+        "B": jax.random.normal(k_b, (h, n, k)) * math.sqrt(2.0 / (n + k)),
+        "C": jax.random.normal(k_c, (k, d_state)) * c_std,
+        "D": jax.random.normal(k_d, (k,)),
+    }
+    if bidirectional:
+        params["C_rev"] = jax.random.normal(k_crev, (k, d_state)) * c_std
+    return params
+
+
+# ----------------------------------------------------------------------------------------
+# Derived quantities
+# ----------------------------------------------------------------------------------------
+
+def _sizes(params):
+    """(H, n, K) from the parameter shapes, checking that they agree."""
+    m_shape = jnp.shape(params["M"])
+    if len(m_shape) != 3 or m_shape[1] != m_shape[2] or m_shape[1] % 2:
+        fail("params['M']", params["M"], "shape (H, n, n) with n even")
+    h, n = m_shape[0], m_shape[1]
+    checks = (("theta", (h, n // 2)), ("nu_log", (h,)))
+    for name, shape in checks:
+        if tuple(jnp.shape(params[name])) != shape:
+            fail(f"params['{name}']", params[name], f"shape {shape} (H = {h}, n = {n})")
+    b_shape = jnp.shape(params["B"])
+    if len(b_shape) != 3 or b_shape[:2] != (h, n):
+        fail("params['B']", params["B"], f"shape (H, n, d_model) with H = {h}, n = {n}")
+    k = b_shape[2]
+    for name in ("C", "C_rev"):
+        if name in params and tuple(jnp.shape(params[name])) != (k, h * n):
+            fail(f"params['{name}']", params[name], f"shape (d_model, d_state) = {(k, h * n)}")
+    return h, n, k
+
+
+def gamma(params):
+    """The decays ``γ_h = exp(-exp(ν_log_h)) ∈ (0, 1)``, shape ``(H,)`` (App. B.3)."""
+    return jnp.exp(-jnp.exp(params["nu_log"]))
+
+
+def _one_minus_gamma_sq(params):
+    # 1 - γ² = -expm1(-2 exp(ν_log)), accurate when γ is close to 1.
+    return -jnp.expm1(-2.0 * jnp.exp(params["nu_log"]))
+
+
+def xi(params):
+    """``ξ_h = sqrt((1 - γ_h²) / Tr[B_hᵀ B_h])``, shape ``(H,)`` (RotRNN §3.1, α = 1).
+
+    Computed from the current ``B``, so ``Tr[(ξ_h B_h)ᵀ(ξ_h B_h)] = 1 - γ_h²`` always."""
+    trace = jnp.sum(params["B"] ** 2, axis=(-2, -1))
+    return jnp.sqrt(_one_minus_gamma_sq(params) / trace)
+
+
+def P(params):
+    """The orthogonal change of basis ``P_h = expm(M_h - M_hᵀ) ∈ SO(n)``, shape ``(H, n, n)``
+    (Lemma 2)."""
+    return skew_expm(params["M"])
+
+
+def transition(params):
+    """The dense transition ``γ_h P_h D(θ_h) P_hᵀ``, shape ``(H, n, n)`` (Lemma 3, eq. 6).
+
+    For teaching and tests; the layer itself never forms it."""
+    p = P(params)
+    a = p @ block_rotation(params["theta"]) @ jnp.swapaxes(p, -1, -2)
+    return gamma(params)[:, None, None] * a
+
+
+# ----------------------------------------------------------------------------------------
+# Forward pass
+# ----------------------------------------------------------------------------------------
+
+def _check_input(u, k):
+    return require_sequence("u", u, k)
+
+
+def _rotated_states(params, u, p, *, scale_first_state, reverse, method):
+    """``z = Pᵀ x``, shape ``(..., L, H, n)``: the scan of App. B.1 in the rotated basis."""
+    h, n, _ = _sizes(params)
+    b_rot = jnp.swapaxes(p, -1, -2) @ params["B"]                         # (H, n, K): PᵀB
+    drive = jnp.einsum("hnk,...lk->...lhn", b_rot, u)                     # (PᵀB) u_t
+    coef = xi(params)
+    scaled = drive * coef[:, None]
+    if scale_first_state:
+        # ξ / sqrt(1 - γ²) = 1 / ‖B‖_F: no 0/0 as γ -> 1.
+        first = drive * (1.0 / jnp.sqrt(jnp.sum(params["B"] ** 2, axis=(-2, -1))))[:, None]
+        t0 = -1 if reverse else 0
+        scaled = scaled.at[..., t0, :, :].set(first[..., t0, :, :])
+    flat = scaled.reshape(*scaled.shape[:-2], h * n)
+    g = jnp.repeat(gamma(params), n // 2)                                 # one γ per pair
+    z = rotation_scan(g, params["theta"].reshape(-1), flat, reverse=reverse, method=method)
+    return z.reshape(*z.shape[:-1], h, n)
+
+
+def hidden_states(params, u, *, scale_first_state=False, reverse=False, method="auto"):
+    """The states of eq. 6, ``x_t = γ_h P_h D(θ_h) P_hᵀ x_{t-1} + ξ_h B_h u_t``, ``x_0 = 0``.
+
+    Args:
+      params: from ``init``.
+      u: real, shape ``(..., L, d_model)``.
+      scale_first_state: feed the first step ``B u_1 / ‖B‖_F`` instead of ``ξ B u_1``, so
+        that ``E‖x_t‖² = 1`` for all ``t`` under white noise (Theorem 1); without it
+        ``E‖x_t‖² = 1 - γ^{2t}`` (see the module docstring).
+      reverse: run backwards in time, ``x_t = γ A x_{t+1} + ξ B u_t`` with ``x_{L+1} = 0``
+        (the backward pass of a bidirectional layer; its "first" state is at ``t = L``).
+      method: forwarded to ``lrnn.rotation_scan``.
+
+    Returns:
+      real ``(..., L, H, n)``, in the original basis (``x = P z``).
+    """
+    _, _, k = _sizes(params)
+    u = _check_input(u, k)
+    p = P(params)
+    z = _rotated_states(params, u, p, scale_first_state=scale_first_state, reverse=reverse,
+                        method=method)
+    return jnp.einsum("hij,...hj->...hi", p, z)
+
+
+def apply(params, u, *, scale_first_state=False, method="auto"):
+    """The RotRNN layer ``y_t = C concat_h(x_t) + D ⊙ u_t``: ``(..., L, K)`` -> ``(..., L, K)``.
+
+    Runs in the rotated basis with ``C̃ = C · blockdiag(P)`` so no step multiplies by a dense
+    matrix (App. B.1). Bidirectional (``C_rev`` present, App. B.2):
+    ``y_t = C x_t + C_rev x_t^rev + D ⊙ u_t`` with ``x^rev = hidden_states(..., reverse=True)``.
+    ``scale_first_state`` and ``method`` as in ``hidden_states``."""
+    h, n, k = _sizes(params)
+    u = _check_input(u, k)
+    p = P(params)
+
+    def read(c, reverse):
+        c_rot = jnp.einsum("khi,hij->khj", c.reshape(k, h, n), p)        # C · blockdiag(P)
+        z = _rotated_states(params, u, p, scale_first_state=scale_first_state,
+                            reverse=reverse, method=method)
+        return jnp.einsum("khj,...lhj->...lk", c_rot, z)
+
+    y = read(params["C"], False)
+    if "C_rev" in params:
+        y = y + read(params["C_rev"], True)
+    return y + params["D"] * u
