@@ -273,6 +273,58 @@ COMPILE_TARGET_S = 5.0       # every compile of the pallas rows
 ACCURACY_TARGET = 2e-4
 
 
+def _target(target, shape, measured, threshold, passed):
+    return {"target": target, "shape": list(shape) if shape else None, "measured": measured,
+            "threshold": threshold, "passed": None if measured is None else bool(passed)}
+
+
+def _on_gpu(results) -> bool:
+    return bool(results) and results["device"]["platform"] == "gpu"
+
+
+def scan_targets(scan=None):
+    """The scan targets of :func:`gpu_targets`, from ``python -m lrnn.bench scan`` JSON."""
+    rows = scan["results"] if _on_gpu(scan) else []
+
+    def find(shape, pred):
+        return next((r for r in rows if tuple(r["shape"]) == shape and pred(r)), None)
+
+    out = []
+    for name, shape, kind, threshold in SCAN_TARGETS:
+        ours = find(shape, lambda r: r["method"] == "pallas")
+        paper = find(shape, lambda r: r["label"] == "paper: associative_scan")
+        measured = None
+        if kind == "copy" and ours is not None:
+            measured = ours["fwd_copy_fraction"]
+        elif ours is not None and paper is not None and f"{kind}_s" in ours and f"{kind}_s" in paper:
+            measured = paper[f"{kind}_s"] / ours[f"{kind}_s"]
+        out.append(_target(name, shape, measured, threshold,
+                           measured is not None and measured >= threshold))
+    pallas_rows = [r for r in rows if r["method"] == "pallas"]
+    compiles = [r[k] for r in pallas_rows for k in ("compile_fwd_s", "compile_fwdbwd_s") if k in r]
+    slowest = max(compiles) if compiles else None
+    out.append(_target("every pallas compile < 5 s", None, slowest, COMPILE_TARGET_S,
+                       slowest is not None and slowest < COMPILE_TARGET_S))
+    long_rows = [r for r in pallas_rows if r["shape"][1] >= 65536]
+    err = max(r["max_abs_err_vs_first_row"] for r in long_rows) if long_rows else None
+    if long_rows and rows[0]["method"] != "sequential":
+        err = None                       # the error column is relative to the first row
+    out.append(_target("matches sequential at L = 65 536 (relative error)", (1, 65536, 64), err,
+                       ACCURACY_TARGET, err is not None and err <= ACCURACY_TARGET))
+    return out
+
+
+def layer_targets(layer=None):
+    """The layer targets of :func:`gpu_targets`, from ``python -m lrnn.bench layer`` JSON."""
+    speed = {}
+    if _on_gpu(layer) and all(r["d_model"] == 256 and r["d_state"] == 256 and r["batch"] == 32
+                              and r["length"] == 4096 for r in layer["results"]):
+        speed = layer["speedup_auto_over_paper"]
+    return [_target(f"{name} layer step ≥ 2× paper associative_scan", None, speed.get(name),
+                    LAYER_TARGET, speed.get(name) is not None and speed[name] >= LAYER_TARGET)
+            for name in ("lru", "rotrnn")]
+
+
 def gpu_targets(scan=None, layer=None):
     """The GPU issue's targets evaluated on stored benchmark results.
 
@@ -286,48 +338,7 @@ def gpu_targets(scan=None, layer=None):
       of it. The targets are GPU targets: results from another platform, and layer results
       at other sizes than the issue's, measure none of them. Never estimates.
     """
-    on_gpu = lambda res: bool(res) and res["device"]["platform"] == "gpu"   # noqa: E731
-    rows = scan["results"] if on_gpu(scan) else []
-
-    def find(shape, pred):
-        return next((r for r in rows if tuple(r["shape"]) == shape and pred(r)), None)
-
-    out = []
-
-    def add(target, shape, measured, threshold, passed):
-        out.append({"target": target, "shape": list(shape) if shape else None,
-                    "measured": measured, "threshold": threshold,
-                    "passed": None if measured is None else bool(passed)})
-
-    for name, shape, kind, threshold in SCAN_TARGETS:
-        ours = find(shape, lambda r: r["method"] == "pallas")
-        paper = find(shape, lambda r: r["label"] == "paper: associative_scan")
-        measured = None
-        if kind == "copy" and ours is not None:
-            measured = ours["fwd_copy_fraction"]
-        elif ours is not None and paper is not None and f"{kind}_s" in ours and f"{kind}_s" in paper:
-            measured = paper[f"{kind}_s"] / ours[f"{kind}_s"]
-        add(name, shape, measured, threshold, measured is not None and measured >= threshold)
-    pallas_rows = [r for r in rows if r["method"] == "pallas"]
-    compiles = [r[k] for r in pallas_rows for k in ("compile_fwd_s", "compile_fwdbwd_s") if k in r]
-    slowest = max(compiles) if compiles else None
-    add("every pallas compile < 5 s", None, slowest, COMPILE_TARGET_S,
-        slowest is not None and slowest < COMPILE_TARGET_S)
-    long_rows = [r for r in pallas_rows if r["shape"][1] >= 65536]
-    err = max(r["max_abs_err_vs_first_row"] for r in long_rows) if long_rows else None
-    if long_rows and rows[0]["method"] != "sequential":
-        err = None                       # the error column is relative to the first row
-    add("matches sequential at L = 65 536 (relative error)", (1, 65536, 64), err,
-        ACCURACY_TARGET, err is not None and err <= ACCURACY_TARGET)
-    speed = {}
-    if on_gpu(layer) and all(r["d_model"] == 256 and r["d_state"] == 256 and r["batch"] == 32
-                             and r["length"] == 4096 for r in layer["results"]):
-        speed = layer["speedup_auto_over_paper"]
-    for name in ("lru", "rotrnn"):
-        value = speed.get(name)
-        add(f"{name} layer step ≥ 2× paper associative_scan", None, value, LAYER_TARGET,
-            value is not None and value >= LAYER_TARGET)
-    return out
+    return scan_targets(scan) + layer_targets(layer)
 
 
 def targets_markdown(targets, device=None):
@@ -369,10 +380,14 @@ def device_info(device):
     return info
 
 
+def _parse_shapes(text):
+    """``"8x1024x256,1x65536x64"`` -> ``[(8, 1024, 256), (1, 65536, 64)]``."""
+    return [tuple(int(v) for v in shape.split("x")) for shape in text.split(",")]
+
+
 def run_scan(args):
     device = _device(args.device)
-    shapes = ([tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
-              if args.shapes else
+    shapes = (_parse_shapes(args.shapes) if args.shapes else
               [(args.batch, length, args.n) for length in args.lengths])
     if args.device == "gpu" and not args.shapes:
         shapes += GPU_EXTRA_SHAPES
@@ -411,7 +426,7 @@ def run_scan(args):
         "results": results,
         "checks": scan_checks(results),
     }
-    out["targets"] = gpu_targets(out)
+    out["targets"] = scan_targets(out)
     for c in out["checks"]:
         print("check", json.dumps(c))
     for t in out["targets"]:
@@ -513,7 +528,7 @@ def run_layer(args):
         "results": results,
         "speedup_auto_over_paper": speedups,
     }
-    out["targets"] = [t for t in gpu_targets(layer=out) if "layer" in t["target"]]
+    out["targets"] = layer_targets(out)
     for t in out["targets"]:
         print("target", json.dumps(t))
     _write(out, args.out)
@@ -535,8 +550,7 @@ def run_plans(args):
                          "--interpret to smoke-test the sweep elsewhere (it then times the "
                          "interpreter, not the kernel)")
     interpret = device.platform != "gpu"
-    shapes = ([tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
-              if args.shapes else GPU_EXTRA_SHAPES)
+    shapes = _parse_shapes(args.shapes) if args.shapes else GPU_EXTRA_SHAPES
     print(f"device: {device.platform} ({device.device_kind}); pallas forward, complex64, best of "
           f"{args.repeats}{' (interpret mode: not kernel timings)' if interpret else ''}")
     print(f"{'shape (B,L,N)':>18} {'block_n':>7} {'chunk':>6} {'chunks':>6} {'programs':>8} "
