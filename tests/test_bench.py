@@ -48,12 +48,12 @@ def test_scan_benchmark_writes_its_json(tmp_path):
 def test_papers_scan_context_is_the_papers_code_and_is_undone():
     lam = jnp.asarray([0.9 + 0.1j, -0.5j], jnp.complex64)
     b = jnp.asarray(np.random.default_rng(0).standard_normal((3, 7, 2)), jnp.complex64)
-    before = scan._scan
+    before = scan._api._scan
     with bench.papers_scan():
-        assert scan._scan is not before
+        assert scan._api._scan is not before
         papers = str(jax.make_jaxpr(lambda b: scan.linear_scan(lam, b))(b))
         x = scan.linear_scan(lam, b)
-    assert scan._scan is before
+    assert scan._api._scan is before
     ours = str(jax.make_jaxpr(lambda b: scan.linear_scan(lam, b))(b))
     assert "custom_vjp_call" in ours
     assert "custom_vjp_call" not in papers                # plain autodiff, as in the papers

@@ -1,23 +1,34 @@
 """lrnn: long-sequence recurrent networks in JAX, from a linear recurrence to rotations and
 reflections. The reference library of the course.
 
-Submodules: ``scan`` (linear and rotation scans), ``orthogonal`` (skew exponential, block
-rotations, Householder reflections, compact WY), ``lru``, ``rotrnn``, ``rotlstm``, ``ornn``.
+The library: ``scan`` (``linear_scan``, ``rotation_scan`` and their backends), ``orthogonal``
+(skew exponential, block rotations, Householder reflections, compact WY), ``layers`` (``lru``,
+``rotrnn``, ``ornn``, ``lstm``, ``gru``) and ``model`` (the deep model around any layer).
+Beside it, ``lrnn.training`` (data, training loop, experiments, benchmarks) and
+``lrnn.course`` (setup, widgets, self-checks, exercises, grader). Old names such as
+``lrnn.lru``, ``lrnn.check`` or ``python -m lrnn.train`` keep working (``lrnn._aliases``).
 """
+import importlib as _importlib
+
+from . import _aliases
 from . import scan
 from .scan import linear_scan, rotation_scan
 
+_aliases.install()
+
 __version__ = "0.1.0"
 
-_LAZY = ("orthogonal", "lru", "rotrnn", "rotlstm", "ornn", "model", "data", "train", "widgets",
-         "bench", "check", "grade", "exercises", "experiments", "setup")
+_SUBMODULES = ("orthogonal", "layers", "model", "training", "course")
+_LAYERS = ("lru", "rotrnn", "ornn", "lstm", "gru")
+_OLD = tuple(name.removeprefix("lrnn.") for name in _aliases.OLD_NAMES if name.count(".") == 1)
 
 
 def __getattr__(name):
-    if name in _LAZY:
-        import importlib
-        return importlib.import_module(f"{__name__}.{name}")
+    if name in _SUBMODULES or name in _OLD or name == "rotlstm":
+        return _importlib.import_module(f"{__name__}.{name}")
+    if name in _LAYERS:
+        return _importlib.import_module(f"{__name__}.layers.{name}")
     raise AttributeError(f"module 'lrnn' has no attribute {name!r}")
 
 
-__all__ = ["linear_scan", "rotation_scan", "scan", *_LAZY]
+__all__ = ["linear_scan", "rotation_scan", "scan", *_SUBMODULES, *_LAYERS]

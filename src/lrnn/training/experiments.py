@@ -23,7 +23,7 @@ import re
 import statistics
 import sys
 
-from ._validate import fail
+from .._validate import fail
 from .train import TrainConfig, config_to_argv, train
 
 _ADD = dict(task="adding")

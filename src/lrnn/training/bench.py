@@ -51,8 +51,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from . import scan as _scan_mod
-from .scan import binary_operator, choose_method, linear_scan
+from ..scan import binary_operator, choose_method, linear_scan
 
 GPU_EXTRA_SHAPES = [(16, 16384, 256), (1, 65536, 64), (32, 1024, 512)]
 
@@ -437,105 +436,6 @@ def run_scan(args):
 
 
 # ----------------------------------------------------------------------------------------
-# Layer benchmark: LRU and RotRNN forward+backward, auto versus the papers' associative scan.
-# ----------------------------------------------------------------------------------------
-
-class papers_scan:
-    """Context manager: inside it every ``linear_scan``/``rotation_scan`` runs as the papers'
-    code does (λ repeated per step, ``lax.associative_scan``, differentiated by autodiff
-    instead of ``lrnn``'s custom VJP). Used only to benchmark the layers against it."""
-
-    def __enter__(self):
-        self._saved = _scan_mod._scan
-
-        def _scan(a, b, reverse, method):
-            if a.ndim == 1:
-                return paper_associative_scan(a, b, reverse)
-            _, x = lax.associative_scan(binary_operator, (a, b), reverse=reverse,
-                                        axis=b.ndim - 2)
-            return x
-        _scan_mod._scan = _scan
-        return self
-
-    def __exit__(self, *exc):
-        _scan_mod._scan = self._saved
-        return False
-
-
-def run_layer(args):
-    import importlib
-    device = _device(args.device)
-    gpu = device.platform == "gpu"
-    d_model = args.d_model or (256 if gpu else 64)
-    d_state = args.d_state or (256 if gpu else 64)
-    batch = args.batch or (32 if gpu else 4)
-    length = args.length or (4096 if gpu else 1024)
-    heads = args.heads
-    print(f"device: {device.platform} ({device.device_kind}); d_model={d_model} "
-          f"d_state={d_state} B={batch} L={length} RotRNN heads={heads}")
-    key = jax.random.PRNGKey(0)
-    u = jax.device_put(jax.random.normal(key, (batch, length, d_model)), device)
-    layers = []
-    for name in args.layers.split(","):
-        mod = importlib.import_module(f"lrnn.{name}")
-        if name == "rotrnn":
-            params = mod.init(jax.random.PRNGKey(1), d_model, d_state, heads)
-        else:
-            params = mod.init(jax.random.PRNGKey(1), d_model, d_state)
-        layers.append((name, mod, jax.device_put(params, device)))
-    results = []
-    print(f"{'layer':<8} {'scan':<26} {'compile s':>9} {'step ms':>9} {'median ms':>9} {'f+b MiB':>9}")
-    for name, mod, params in layers:
-        calls = []
-        for label in ("auto", "paper: associative_scan"):
-            def loss(p, u, mod=mod):
-                return jnp.mean(mod.apply(p, u) ** 2)
-            step = jax.value_and_grad(loss)      # a new function: jit must not reuse a trace
-            row = {"layer": name, "scan": label, "d_model": d_model, "d_state": d_state,
-                   "batch": batch, "length": length}
-            if name == "rotrnn":
-                row["heads"] = heads
-            if label == "auto":
-                row["auto_picks"] = choose_method((batch, length, d_state // 2 if name == "rotrnn"
-                                                   else d_state), backend=device.platform)
-                compiled, row["compile_s"], row["memory_fwdbwd"] = compile_and_memory(step, params, u)
-            else:
-                with papers_scan():
-                    compiled, row["compile_s"], row["memory_fwdbwd"] = \
-                        compile_and_memory(step, params, u)
-            calls.append((compiled, (params, u)))
-            results.append(row)
-        for row, (best, median) in zip(results[-2:], time_interleaved(calls, repeats=args.repeats)):
-            row["step_s"], row["step_median_s"] = best, median
-            label = row["scan"]
-            mem = row["memory_fwdbwd"]["peak_bytes"] / 2**20 if row["memory_fwdbwd"] else float("nan")
-            print(f"{name:<8} {label:<26} {row['compile_s']:9.2f} {row['step_s'] * 1e3:9.2f} "
-                  f"{row['step_median_s'] * 1e3:9.2f} {mem:9.1f}", flush=True)
-    speedups = {}
-    for name, _, _ in layers:
-        a = next(r for r in results if r["layer"] == name and r["scan"] == "auto")
-        p = next(r for r in results if r["layer"] == name and r["scan"] != "auto")
-        speedups[name] = p["step_s"] / a["step_s"]
-        print(f"{name}: auto is {speedups[name]:.2f}x the speed of the papers' associative scan")
-    out = {
-        "benchmark": "layer",
-        "command": "python -m lrnn.bench " + " ".join(args.argv),
-        "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "device": device_info(device),
-        "repeats": args.repeats,
-        "definitions": {"step_s": "best wall time of value_and_grad(mean(apply(params, u)**2)) "
-                                  "after a warm-up (median beside)"},
-        "results": results,
-        "speedup_auto_over_paper": speedups,
-    }
-    out["targets"] = layer_targets(out)
-    for t in out["targets"]:
-        print("target", json.dumps(t))
-    _write(out, args.out)
-    return out
-
-
-# ----------------------------------------------------------------------------------------
 # Plan sweep: the Pallas kernel's cut into programs (block_n channels × chunk steps), timed.
 # ----------------------------------------------------------------------------------------
 
@@ -543,7 +443,7 @@ def run_plans(args):
     """Time ``method="pallas"`` forward for every (block_n, chunk) on a grid, per shape, beside
     the plan that ``scan_pallas.plan`` picks: the data for tuning ``TARGET_PROGRAMS`` and
     ``MIN_CHUNK`` on a GPU."""
-    from . import scan_pallas
+    from ..scan import pallas as scan_pallas
     device = _device(args.device)
     if device.platform != "gpu" and not args.interpret:
         raise SystemExit("plans: times the Pallas kernel, which compiles only on a GPU; pass "
@@ -648,17 +548,8 @@ def parser():
     s.add_argument("--copy-bytes", type=int, default=1 << 28)
     s.add_argument("--no-backward", action="store_true")
     s.set_defaults(run=run_scan)
-    la = sub.add_parser("layer", help="LRU and RotRNN forward+backward step time")
-    la.add_argument("--device", choices=["cpu", "gpu"], default=None)
-    la.add_argument("--out", default=None)
-    la.add_argument("--d-model", type=int, default=None, help="default 256 on GPU, 64 on CPU")
-    la.add_argument("--d-state", type=int, default=None, help="default 256 on GPU, 64 on CPU")
-    la.add_argument("--batch", type=int, default=None, help="default 32 on GPU, 4 on CPU")
-    la.add_argument("--length", type=int, default=None, help="default 4096 on GPU, 1024 on CPU")
-    la.add_argument("--heads", type=int, default=8, help="RotRNN heads")
-    la.add_argument("--layers", default="lru,rotrnn")
-    la.add_argument("--repeats", type=int, default=5)
-    la.set_defaults(run=run_layer)
+    from . import bench_layer
+    bench_layer.add_parser(sub)
     pp = sub.add_parser("plans", help="time the Pallas kernel's plans (block_n × chunk) per shape")
     pp.add_argument("--device", choices=["cpu", "gpu"], default=None)
     pp.add_argument("--out", default=None)
@@ -697,6 +588,13 @@ def main(argv=None):
     args = parser().parse_args(argv)
     args.argv = argv
     return args.run(args)
+
+
+def __getattr__(name):
+    if name in ("papers_scan", "run_layer"):          # the layer benchmark lives in bench_layer
+        from . import bench_layer
+        return getattr(bench_layer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

@@ -41,10 +41,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._validate import (fail, require_positive_int, require_real,
+from .._validate import (fail, require_positive_int, require_real,
                         require_sequence)
-from .orthogonal import block_rotation, skew_expm
-from .scan import rotation_scan
+from ..orthogonal import block_rotation, skew_expm
+from ..scan import rotation_scan
 
 TWO_PI = 2 * math.pi
 

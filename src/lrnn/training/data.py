@@ -30,7 +30,7 @@ from typing import Callable
 
 import numpy as np
 
-from ._validate import fail, require_choice, require_positive_int
+from .._validate import fail, require_choice, require_positive_int
 
 # ------------------------------------------------------------------------------------------
 # Adding problem (oRNN §5.2, after Arjovsky et al. 2016)

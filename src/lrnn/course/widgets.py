@@ -47,7 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ._validate import fail as _fail
+from .._validate import fail as _fail
 
 __all__ = ["explore", "build", "Explorer"]
 

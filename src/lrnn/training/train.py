@@ -31,8 +31,8 @@ import numpy as np
 import optax
 
 from . import data as data_lib
-from . import model as model_lib
-from ._validate import fail, require_choice, require_positive_int
+from .. import model as model_lib
+from .._validate import fail, require_choice, require_positive_int
 
 
 def _f(default, help):

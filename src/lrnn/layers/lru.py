@@ -30,9 +30,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._validate import (fail, require_positive_int, require_real,
+from .._validate import (fail, require_positive_int, require_real,
                         require_sequence)
-from .scan import linear_scan
+from ..scan import linear_scan
 
 TWO_PI = 2 * math.pi
 

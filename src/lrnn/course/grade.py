@@ -66,7 +66,7 @@ def default_solutions_dir() -> Path:
     here = Path("solutions")
     if here.is_dir():
         return here
-    return Path(__file__).resolve().parents[2] / "solutions"
+    return Path(__file__).resolve().parents[3] / "solutions"      # src/lrnn/course/grade.py
 
 
 def load_solutions(folder) -> dict[str, dict]:
@@ -316,7 +316,7 @@ def run_notebook(nb, *, timeout: float, cell_timeout: float, max_output: int,
                        encoding="utf-8")
         env = dict(os.environ)
         env[GRADING_ENV] = "1"
-        proc = subprocess.Popen([sys.executable, "-m", "lrnn.grade", "--_worker", str(job)],
+        proc = subprocess.Popen([sys.executable, "-m", "lrnn.course.grade", "--_worker", str(job)],
                                 cwd=workdir, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, start_new_session=True)
         timed_out = False

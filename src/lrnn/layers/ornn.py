@@ -26,8 +26,8 @@ import math
 import jax
 import jax.numpy as jnp
 
-from ._validate import fail, require_positive_int
-from .orthogonal import _apply_h1, _check_U, eq9_mask, householder_product, wy_transform_columns
+from .._validate import fail, require_positive_int
+from ..orthogonal import _apply_h1, _check_U, eq9_mask, householder_product, wy_transform_columns
 
 
 def init(key, d_in: int, d_hidden: int, n_reflections: int, *, learn_h0: bool = False) -> dict:

@@ -40,7 +40,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from ._validate import fail
+from .._validate import fail
 
 #: Aim for at least this many programs (sequences × channel blocks × time chunks). Each step of
 #: a program waits for one row load, so the GPU hides memory latency only with many programs

@@ -1,0 +1,5 @@
+"""The course machinery: ``setup`` (the first cell of every notebook), ``widgets``, ``check``
+(self-checks), ``exercises`` (builds the student notebooks) and ``grade`` (the autograder).
+
+May import the library and ``lrnn.training``; nothing outside ``lrnn.course`` imports it.
+"""

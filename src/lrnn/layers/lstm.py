@@ -1,0 +1,66 @@
+"""LSTM and RotLSTM: a rotation gate on the memory cells (Velici & Prügel-Bennett 2017, eqs. 3–10).
+
+RotLSTM, with ``x = [h_{t-1}, x_t]``:
+
+    f_t = σ(W_f x + b_f)            i_t = σ(W_i x + b_i)            o_t = σ(W_o x + b_o)
+    u_t = 2π σ(W_rot x + b_rot)                                     (angles, eq. 7)
+    d_t = f_t ∘ c_{t-1} + i_t ∘ tanh(W_c x + b_c)
+    c_t = U(u_t) d_t                                                 (eq. 9, U as in eq. 2)
+    h_t = o_t ∘ tanh(c_t)
+
+``rotate=False`` drops the rotation (``c_t = d_t``): the plain LSTM baseline. The angles depend
+on ``h_{t-1}``, so the recurrence is not linear in the state and cannot use a parallel scan:
+``apply`` runs ``lax.scan`` over time. The GRU pair is in ``lrnn.layers.gru``.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from ..orthogonal import rotate_pairs
+from ._gated import _check_input, _check_sizes, _run, _uniform, angles
+
+LSTM_GATES = ("f", "i", "o", "c")
+
+
+def init(key, d_in: int, d_hidden: int, *, rotate: bool = True) -> dict:
+    """Parameters of a (Rot)LSTM cell.
+
+    Returns a dict with ``W_f, W_i, W_o, W_c`` of shape ``(n, n + d_in)`` (columns ordered as
+    ``[h_{t-1}, x_t]``, eq. 3), biases ``b_f, b_i, b_o, b_c`` of shape ``(n,)`` and, when
+    ``rotate``, ``W_rot (n/2, n + d_in)`` and ``b_rot (n/2,)``. Weights are uniform in
+    ±1/sqrt(n + d_in); the forget bias starts at 1, the other biases at 0."""
+    _check_sizes(d_in, d_hidden, rotate)
+    n, fan_in = d_hidden, d_hidden + d_in
+    keys = jax.random.split(key, 5)
+    params = {f"W_{g}": _uniform(k, (n, fan_in), fan_in) for g, k in zip(LSTM_GATES, keys)}
+    params.update({f"b_{g}": jnp.zeros((n,)) for g in LSTM_GATES})
+    params["b_f"] = jnp.ones((n,))
+    if rotate:
+        params["W_rot"] = _uniform(keys[4], (n // 2, fan_in), fan_in)
+        params["b_rot"] = jnp.zeros((n // 2,))
+    return params
+
+
+def cell(params, carry, x_t):
+    """One (Rot)LSTM step. ``carry = (h, c)`` each ``(..., n)``; ``x_t`` is ``(..., d_in)``.
+    Returns ``((h_t, c_t), h_t)``."""
+    h, c = carry
+    xcat = jnp.concatenate([h, x_t], axis=-1)
+
+    def gate(g):
+        return xcat @ params[f"W_{g}"].T + params[f"b_{g}"]
+
+    f, i, o = jax.nn.sigmoid(gate("f")), jax.nn.sigmoid(gate("i")), jax.nn.sigmoid(gate("o"))
+    d = f * c + i * jnp.tanh(gate("c"))
+    c_new = rotate_pairs(d, angles(params, xcat)) if "W_rot" in params else d
+    h_new = o * jnp.tanh(c_new)
+    return (h_new, c_new), h_new
+
+
+def apply(params, u):
+    """Run the (Rot)LSTM over ``u`` of shape ``(..., L, d_in)`` from ``h_0 = c_0 = 0``.
+    Returns ``h`` of shape ``(..., L, n)``."""
+    u, n = _check_input(params, u, "W_f")
+    zeros = jnp.zeros((*u.shape[:-2], n), u.dtype)
+    return _run(lambda carry, x: cell(params, carry, x), (zeros, zeros), u)

@@ -1,0 +1,40 @@
+"""Linear scans: one API, interchangeable backends, and a reference beside the fast ones.
+
+``linear_scan(a, b)`` computes the first-order linear recurrence
+
+    x_t = a_t * x_{t-1} + b_t,        x_{-1} = 0,
+
+along axis -2 of ``b`` (shape ``(..., L, N)``). It is the recurrence of the LRU (LRU §3.3,
+eq. 3 after diagonalisation) and, through ``rotation_scan``, of the RotRNN (RotRNN eq. 6 in
+the rotated basis, Appendix B.1).
+
+Backends (``method=``):
+
+* ``"sequential"``  — ``lax.scan`` over time: the reference, O(L) steps of O(N) work.
+* ``"associative"`` — ``lax.associative_scan`` with the operator
+  ``(a, b) ∘ (a', b') = (a'·a, a'·b + b')``, as in the LRU appendix and the RotRNN code.
+* ``"chunked"``     — a sequential scan inside chunks of length ``T`` (all chunks at once),
+  a short sequential scan over the chunk ends, then one fix-up multiply.
+* ``"pallas"``      — a Pallas kernel (``lrnn.scan.pallas``): chunked over time with the state
+  in registers, reading ``b`` and writing ``x`` once. Compiled with Triton on a GPU, run in
+  Pallas interpret mode (slow, for testing) elsewhere.
+* ``"auto"``        — the fastest correct choice for the backend and size (see ``describe``).
+
+Every method is differentiated by the same custom VJP: the adjoint of a linear recurrence is
+the same recurrence run backwards, so the backward pass is one more scan and the memory kept
+for it is ``a`` and ``x``, O(L·N), instead of every level of the associative scan.
+
+Layout: ``sequential`` (the reference), ``associative``, ``chunked`` and ``pallas`` (the GPU
+kernel) are the backends, one module each; ``_api`` holds ``linear_scan``/``rotation_scan`` and
+the custom VJP, ``_choose`` what ``"auto"`` picks. Imports only ``jax`` and ``lrnn._validate``.
+"""
+from . import associative, chunked, sequential
+from ._api import (METHODS, available_methods, complex_to_pairs, linear_scan, pairs_to_complex,
+                   rotation_scan)
+from ._choose import choose_method, describe
+from .associative import binary_operator
+from .chunked import default_chunk_size
+
+__all__ = ["linear_scan", "rotation_scan", "choose_method", "describe", "binary_operator",
+           "available_methods", "METHODS", "pairs_to_complex", "complex_to_pairs",
+           "default_chunk_size", "sequential", "associative", "chunked"]

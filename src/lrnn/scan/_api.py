@@ -1,0 +1,161 @@
+"""``linear_scan`` and ``rotation_scan``: validation, the choice of backend, and the custom VJP
+shared by every backend (the adjoint of a linear recurrence is the same recurrence run
+backwards)."""
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .._validate import fail, require_choice, require_ndim_at_least
+from . import associative, chunked, sequential
+from ._choose import choose_method
+
+METHODS = ("auto", "sequential", "associative", "chunked", "pallas")
+
+
+def available_methods() -> tuple[str, ...]:
+    return METHODS
+
+
+_FORWARD = {
+    "sequential": sequential.scan,
+    "associative": associative.scan,
+    "chunked": chunked.scan,
+}
+
+
+def _forward(method, a, b, reverse):
+    if method == "pallas":
+        from .pallas import forward      # imported on first use: Pallas is heavy to import
+        return forward(a, b, reverse)
+    return _FORWARD[method](a, b, reverse)
+
+
+# ----------------------------------------------------------------------------------------
+# Custom VJP: the adjoint of x_t = a_t x_{t-1} + b_t is g_t + a_{t+1} λ_{t+1}, run backwards.
+# ----------------------------------------------------------------------------------------
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3))
+def _scan(a, b, reverse, method):
+    return _forward(method, a, b, reverse)
+
+
+def _scan_fwd(a, b, reverse, method):
+    x = _forward(method, a, b, reverse)
+    return x, (a, x)
+
+
+def _scan_bwd(reverse, method, residuals, g):
+    a, x = residuals
+    if method == "sequential":
+        return sequential.adjoint(a, x, g, reverse)
+    # JAX transposes linear maps without conjugation, so the adjoint uses a itself.
+    a_adj = a if a.ndim == 1 else sequential.shift_towards_past(a, reverse)
+    lam = _forward(method, a_adj, g, not reverse)
+    da = lam * sequential.previous_state(x, reverse)
+    if a.ndim == 1:
+        da = da.reshape(-1, da.shape[-1]).sum(axis=0)
+    return da, lam
+
+
+_scan.defvjp(_scan_fwd, _scan_bwd)
+
+
+def linear_scan(a, b, *, reverse: bool = False, method: str = "auto"):
+    """Solve ``x_t = a_t * x_{t-1} + b_t`` with ``x_{-1} = 0`` along axis -2.
+
+    Args:
+      a: the decay. Either time-invariant with shape ``(N,)`` (the LRU/RotRNN case, one λ
+        per channel) or time-varying, broadcastable to ``b.shape``. Real or complex.
+      b: the inputs, shape ``(..., L, N)``, real or complex, any leading batch dims.
+      reverse: run from the end: ``x_t = a_t * x_{t+1} + b_t`` with ``x_L = 0``.
+      method: ``"auto"``, ``"sequential"``, ``"associative"``, ``"chunked"`` or ``"pallas"``
+        (the Pallas kernel; interpret mode, slow, off-GPU).
+
+    Returns:
+      ``x`` with the shape of ``b`` and the promoted dtype of ``a`` and ``b``.
+
+    Non-finite values are not filtered: a NaN or inf in ``a`` or ``b`` propagates into every
+    later state (earlier ones with ``reverse=True``), exactly as in the recurrence.
+    """
+    a = jnp.asarray(a)
+    b = jnp.asarray(b)
+    require_choice("method", method, available_methods())
+    require_ndim_at_least("b", b, 2, "(..., L, N)")
+    if b.shape[-2] == 0:
+        fail("b", b, "at least one time step on axis -2 (L >= 1)")
+    n = b.shape[-1]
+    if a.ndim == 1 and a.shape[0] == n:
+        time_invariant = True
+    else:
+        try:
+            ok = jnp.broadcast_shapes(a.shape, b.shape) == b.shape
+        except ValueError:
+            ok = False
+        if not ok:
+            fail("a", a, f"shape ({n},) (one decay per channel) or a shape broadcastable to "
+                         f"b's shape {tuple(b.shape)}")
+        time_invariant = False
+    dtype = jnp.result_type(a.dtype, b.dtype)
+    if not jnp.issubdtype(dtype, jnp.inexact):
+        dtype = jnp.result_type(dtype, jnp.float32)
+    if method == "auto":
+        method = choose_method(b.shape, time_invariant=time_invariant)
+    if not time_invariant:
+        a = jnp.broadcast_to(a, b.shape)
+    x = _scan(a.astype(dtype), b.astype(dtype), bool(reverse), method)
+    return x
+
+
+# ----------------------------------------------------------------------------------------
+# Rotations: x_t = γ R(θ) x_{t-1} + b_t is a complex diagonal scan with λ = γ e^{iθ}.
+# ----------------------------------------------------------------------------------------
+
+def pairs_to_complex(x):
+    """``(..., 2K)`` real → ``(..., K)`` complex, pairing ``(x_{2i}, x_{2i+1})`` as ``x_{2i} + i x_{2i+1}``."""
+    return lax.complex(x[..., 0::2], x[..., 1::2])
+
+
+def complex_to_pairs(z):
+    """Inverse of ``pairs_to_complex``: interleave real and imaginary parts."""
+    return jnp.stack([jnp.real(z), jnp.imag(z)], axis=-1).reshape(*z.shape[:-1], 2 * z.shape[-1])
+
+
+def rotation_scan(gamma, theta, b, *, reverse: bool = False, method: str = "auto"):
+    """Solve ``x_t = γ R(θ) x_{t-1} + b_t`` with ``x_{-1} = 0`` along axis -2.
+
+    ``R(θ)`` is block-diagonal with 2×2 blocks ``[[cos θ_i, -sin θ_i], [sin θ_i, cos θ_i]]``
+    acting on the pairs ``(x_{2i}, x_{2i+1})`` (RotRNN Lemma 3, eq. 14). Each block is the
+    complex number ``γ_i e^{iθ_i}`` acting on ``x_{2i} + i x_{2i+1}``, so this is
+    ``linear_scan`` with ``λ = γ e^{iθ}`` on ``N/2`` complex channels.
+
+    Args:
+      gamma: decays, shape ``(N//2,)``, real.
+      theta: angles in radians, shape ``(N//2,)``, real.
+      b: inputs, shape ``(..., L, N)``, real, with N even.
+      reverse, method: as in ``linear_scan``.
+
+    Returns:
+      ``x``, real, with the shape of ``b``.
+    """
+    gamma = jnp.asarray(gamma)
+    theta = jnp.asarray(theta)
+    b = jnp.asarray(b)
+    require_ndim_at_least("b", b, 2, "(..., L, N)")
+    n = b.shape[-1]
+    if n % 2:
+        fail("b", b, "an even last dimension N (the state is made of 2-D rotation pairs)")
+    if jnp.iscomplexobj(b):
+        fail("b", b, "a real array (pairs of real coordinates)")
+    for name, v in (("gamma", gamma), ("theta", theta)):
+        if v.shape != (n // 2,):
+            fail(name, v, f"shape ({n // 2},), one value per rotation pair of b's N={n}")
+        if jnp.iscomplexobj(v):
+            fail(name, v, "a real array")
+    lam = gamma * jnp.exp(1j * theta)
+    z = linear_scan(lam, pairs_to_complex(b), reverse=reverse, method=method)
+    return complex_to_pairs(z).astype(jnp.result_type(b.dtype, gamma.dtype, theta.dtype))
+
