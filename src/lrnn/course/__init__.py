@@ -3,3 +3,6 @@
 
 May import the library and ``lrnn.training``; nothing outside ``lrnn.course`` imports it.
 """
+from . import precision as _precision
+
+_precision.install_from_environment()

@@ -1,0 +1,45 @@
+"""Self-checks for the exercises: ``check("3.2", rotate_pairs)``.
+
+Each exercise has a checker registered in ``lrnn.check.chNN`` with ``@exercise``. ``check``
+runs it on seeded random inputs against the reference implementation in ``lrnn`` and prints
+``✓`` or the first failing input with expected and received values and a hint. It is plain
+Python shipped with the package, so it works the same locally and in Colab.
+See ``solutions/AUTHORING.md`` for how to write an exercise.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from ._core import (GRADING_ENV, REGISTRY, RESULTS, CheckFailure, Exercise, ExerciseFailed,
+                    ForbiddenCall, NotImplementedYet, Result, StudentError, alternative, as_array, call, check,
+                    count_calls,
+                    crandn, describe, exercise, expect, expect_close, expect_dtype, expect_shape,
+                    forbid, get, grading, randn, run, unit_disk, when)
+
+_loaded = False
+
+
+def load_all():
+    """Import every chapter module ``lrnn.check.chNN`` (registering its exercises)."""
+    global _loaded
+    if _loaded:
+        return
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("ch") and info.name[2:].isdigit():
+            importlib.import_module(f"{__name__}.{info.name}")
+    _loaded = True
+
+
+def exercises() -> dict[str, Exercise]:
+    """All registered exercises, by id, in book order."""
+    load_all()
+    from ._core import _sort_key
+    return {k: REGISTRY[k] for k in sorted(REGISTRY, key=_sort_key)}
+
+
+__all__ = ["check", "run", "exercise", "exercises", "get", "Exercise", "Result", "CheckFailure",
+           "ExerciseFailed", "StudentError", "NotImplementedYet", "call", "expect",
+           "expect_close", "expect_shape", "expect_dtype", "as_array", "alternative", "when",
+           "describe", "randn", "crandn", "unit_disk", "grading", "GRADING_ENV", "REGISTRY",
+           "RESULTS", "load_all", "forbid", "ForbiddenCall", "count_calls"]
