@@ -760,7 +760,8 @@ def sweep_tiles():
     """Stage A of the sweep: tiles tried at the table's chunking and at one pass."""
     from ..scan.pallas_triton import Tiles
     return [Tiles(32, 8), Tiles(32, 16), Tiles(32, 16, prefetch=True), Tiles(32, 32),
-            Tiles(32, 32, prefetch=True), Tiles(64, 16, warps=2), Tiles(32, 16, stages=3)]
+            Tiles(32, 32, prefetch=True), Tiles(32, 64), Tiles(64, 16, warps=2),
+            Tiles(32, 16, stages=3)]
 
 
 def _sweep_inputs(kind, shape, device):
