@@ -1,9 +1,10 @@
 """The tuning table of the Pallas scan: tiles and chunking per GPU generation and shape bucket.
 
-Measured by ``python -m lrnn.bench sweep`` (see ``TUNING.md`` beside this file for the runs,
-the predictions and the outcomes). Nothing is tuned at call time: ``lookup`` is a dictionary
-read. A GPU whose compute capability is not in the table gets ``GENERIC``, a conservative
-choice that ran well on the measured GPU at every shape but is not the fastest there.
+Filled from measurements (``TUNING.md`` beside this file holds the runs, the predictions and the
+outcomes; ``python -m lrnn.bench plans --device gpu`` is the sweep that refines it). Nothing is
+tuned at call time: ``lookup`` is a dictionary read. A GPU whose compute capability is not in the
+table gets ``GENERIC``, a conservative choice (a shorter unroll, fewer registers), and
+``method="auto"`` does not pick the kernel there.
 
 Keys:
 
@@ -29,6 +30,10 @@ class Generation:
     #: the shortest chunk worth a program (the fold of the carries costs one row per chunk).
     min_chunk: int
     tiles: dict          # (kind, bucket) -> Tiles
+    #: ``method="auto"``: the kernel is picked for real inputs with at least this many
+    #: sequences × channels, never for complex ones (``None``: never), and why.
+    auto_real_min_lanes: int | None = None
+    evidence: str = "not measured on this GPU generation"
 
 
 GENERIC = Generation(
@@ -41,14 +46,22 @@ GENERIC = Generation(
 )
 
 TABLE: dict[str, Generation] = {
-    # NVIDIA H100 80GB HBM3, JAX 0.11.2, Triton via Pallas: see TUNING.md.
+    # NVIDIA H100 80GB HBM3, JAX 0.11.2 (../shared/measurements/2026-11-23-h100/,
+    # pallas_proto.json): the probe's single-pass kernels with the same unrolled loop. U = 16
+    # rows in flight was the best or within 5% of it at every shape, for 32 and 64 channels per
+    # program alike; one pass reached 72% of copy with 16384 lanes (64, 4096, 256) and 35%
+    # with 4096 (16, 16384, 256), hence chunking below 16384 lanes. See TUNING.md.
     "9.0": Generation(
-        name="Hopper (H100/H200), measured",
+        name="Hopper (cc 9.0), from the H100 probe",
         target_lanes=16384,
         min_chunk=256,
         tiles={key: Tiles(block_n=32, unroll=16, warps=1, stages=1, prefetch=False)
                for key in [(k, b) for k in ("ti-real", "ti-complex", "tv-real", "tv-complex")
                            for b in ("wide", "narrow")]},
+        auto_real_min_lanes=8192,
+        evidence=("on an H100 the unrolled single pass scanned float32 time-varying "
+                  "(8, 4096, 1024) in 0.40 ms against 0.60 ms for 'associative' (probe and "
+                  "peers runs of 2026-11-23), and lost with fewer than 8192 lanes"),
     ),
 }
 
@@ -70,5 +83,18 @@ def lookup(compute_capability, kind_: str, lanes: int) -> tuple[Tiles, Generatio
 
 def pallas_wins(compute_capability: str, dtype, shape, time_varying: bool) -> tuple[bool, str]:
     """Whether the kernel beat the best XLA method on this GPU generation for problems like
-    this one (the measured rule of TUNING.md), and why."""
-    return True, "it was the fastest method measured for this kind of problem"
+    this one (the measured rule of TUNING.md), and why (one clause)."""
+    import numpy as np
+    gen = TABLE.get(str(compute_capability))
+    if gen is None or gen.auto_real_min_lanes is None:
+        return False, f"the kernel is not measured on compute capability {compute_capability}"
+    if np.issubdtype(np.dtype(dtype), np.complexfloating):
+        return False, ("on complex64 arrays XLA must split b into real and imaginary planes "
+                       "and join x again (two extra passes over memory), and on the stored "
+                       "H100 run the kernel lost to 'associative' at every complex shape; it "
+                       "is picked for complex inputs only once a GPU run shows it winning")
+    lanes = int(np.prod(shape[:-2], dtype=np.int64)) * shape[-1]
+    if lanes < gen.auto_real_min_lanes:
+        return False, (f"{lanes} sequences × channels < {gen.auto_real_min_lanes}: too few for "
+                       "one pass to fill the GPU, and the chunked passes are not measured yet")
+    return True, gen.evidence

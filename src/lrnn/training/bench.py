@@ -635,22 +635,21 @@ def _parse_shapes(text):
     return shapes
 
 
-def _positive(name):
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            value = None
-        if value is None or value < 1:
-            raise argparse.ArgumentTypeError(f"{name}: got {text!r}, expected a positive integer")
-        return value
-    return parse
+def _require_positive(args, *names):
+    """``--repeats 0`` or ``--n -4``: a clear error naming the option and the value."""
+    for name in names:
+        value = getattr(args, name.replace("-", "_"), None)
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if v is not None and v < 1:
+                raise SystemExit(f"--{name}: got {v!r}, expected a positive integer")
 
 
-def _int_list(name):
-    def parse(text):
-        return [_positive(name)(v) for v in text.split(",")]
-    return parse
+def _int_list(text):
+    try:
+        return [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"got {text!r}, expected comma-separated integers")
 
 
 def _check_out(path, flag="--out"):
@@ -663,6 +662,7 @@ def _check_out(path, flag="--out"):
 
 
 def run_scan(args):
+    _require_positive(args, "batch", "n", "lengths", "repeats", "copy-bytes")
     _check_out(args.out)
     _check_out(args.targets_md, "--targets-md")
     if args.device == "gpu":        # leave room for the peers (PyTorch) beside JAX
@@ -796,6 +796,7 @@ def run_plans(args):
     adjoint at the best forward plan, and the XLA methods on the same problem: the data behind
     ``lrnn.scan.pallas_tuning``. Rows are appended to ``--out`` as JSON lines as they come."""
     from ..scan import pallas as scan_pallas
+    _require_positive(args, "repeats", "copy-bytes", "max-tiles")
     _check_out(args.out)
     device = _device(args.device)
     interpret = device.platform != "gpu"
@@ -965,16 +966,16 @@ def parser():
     s.add_argument("--targets-md", default=None, help="write the targets table (Markdown) here")
     s.add_argument("--layer", default=None,
                    help="`lrnn.bench layer` JSON to evaluate the layer targets with")
-    s.add_argument("--batch", type=_positive("--batch"), default=8)
-    s.add_argument("--n", type=_positive("--n"), default=256, help="channels N (complex64)")
-    s.add_argument("--lengths", type=_int_list("--lengths"), default=[1024, 4096, 16384])
+    s.add_argument("--batch", type=int, default=8)
+    s.add_argument("--n", type=int, default=256, help="channels N (complex64)")
+    s.add_argument("--lengths", type=_int_list, default=[1024, 4096, 16384])
     s.add_argument("--shapes", default=None, help="e.g. 8x1024x256,1x65536x64 (replaces the above)")
     s.add_argument("--tv-shapes", default=None,
                    help="float32 time-varying shapes of the peer comparison (GPU only)")
     s.add_argument("--no-tv", action="store_true", help="skip the time-varying table and peers")
     s.add_argument("--methods", default=None, help="comma-separated subset of the row labels")
-    s.add_argument("--repeats", type=_positive("--repeats"), default=5)
-    s.add_argument("--copy-bytes", type=_positive("--copy-bytes"), default=COPY_BYTES)
+    s.add_argument("--repeats", type=int, default=5)
+    s.add_argument("--copy-bytes", type=int, default=COPY_BYTES)
     s.add_argument("--no-backward", action="store_true")
     s.set_defaults(run=run_scan)
     from . import bench_layer
@@ -985,9 +986,9 @@ def parser():
     pp.add_argument("--shapes", default=None, help="default: the GPU issue's shapes")
     pp.add_argument("--kinds", default="ti-complex", help="with --shapes: ti-complex, tv-real, ...")
     pp.add_argument("--xla-methods", default="associative,chunked")
-    pp.add_argument("--repeats", type=_positive("--repeats"), default=10)
-    pp.add_argument("--copy-bytes", type=_positive("--copy-bytes"), default=COPY_BYTES)
-    pp.add_argument("--max-tiles", type=_positive("--max-tiles"), default=99,
+    pp.add_argument("--repeats", type=int, default=10)
+    pp.add_argument("--copy-bytes", type=int, default=COPY_BYTES)
+    pp.add_argument("--max-tiles", type=int, default=99,
                     help="try only the first tiles of the sweep (smoke tests)")
     pp.add_argument("--budget-s", type=float, default=240.0,
                     help="stop starting new shapes after this many seconds")
