@@ -49,11 +49,12 @@ TABLE: dict[str, Generation] = {
     # NVIDIA H100 80GB HBM3, JAX 0.11.2 (../shared/measurements/2026-11-23-h100/,
     # pallas_proto.json): the probe's single-pass kernels with the same unrolled loop. U = 16
     # rows in flight was the best or within 5% of it at every shape, for 32 and 64 channels per
-    # program alike; one pass reached 72% of copy with 16384 lanes (64, 4096, 256) and 35%
-    # with 4096 (16, 16384, 256), hence chunking below 16384 lanes. See TUNING.md.
+    # program alike; one pass reached 72% of copy with 16384 lanes (64, 4096, 256), 46% with
+    # 8192 (float32 time-varying (8, 4096, 1024)) and 32-35% with 4096 (16, 16384, 256), hence
+    # chunking below 8192 lanes. See TUNING.md.
     "9.0": Generation(
         name="Hopper (cc 9.0), from the H100 probe",
-        target_lanes=16384,
+        target_lanes=8192,
         min_chunk=256,
         tiles={key: Tiles(block_n=32, unroll=16, warps=1, stages=1, prefetch=False)
                for key in [(k, b) for k in ("ti-real", "ti-complex", "tv-real", "tv-complex")

@@ -143,23 +143,37 @@ def _planes_row():
                lambda x: lax.complex(*x))
 
 
+def pallas_runs_here() -> tuple[bool, str]:
+    """Whether the Pallas kernel can be timed on this GPU (compute capability >= 8.0, and it
+    imports, lowers, compiles and runs), and why not."""
+    from ..scan import pallas as scan_pallas
+    cc = scan_pallas.device_capability()
+    try:
+        if float(cc) < scan_pallas.MIN_CAPABILITY:
+            return False, f"compute capability {cc} < 8.0: Pallas-Triton does not compile there"
+    except (TypeError, ValueError):
+        return False, f"the GPU reports no compute capability ({cc!r})"
+    return scan_pallas.kernel_status("gpu")
+
+
 def scan_rows(platform_: str):
-    """The rows of the complex64 table on this platform."""
+    """The rows of the complex64 table on this platform (on a GPU where the kernel cannot run,
+    the pallas rows are left out with a notice)."""
     methods = ["sequential", "associative", "chunked", "auto"]
+    with_pallas = False
     if platform_ == "gpu":
-        methods = ["associative", "chunked", "pallas", "auto"]
+        with_pallas, why = pallas_runs_here()
+        if not with_pallas:
+            print(f"pallas rows left out: {why}")
+        methods = ["associative", "chunked"] + (["pallas"] if with_pallas else []) + ["auto"]
     rows = [_array_row(m, m, (lambda m: lambda lam, bu: linear_scan(lam, bu, method=m))(m))
             for m in methods]
-    if platform_ == "gpu":
+    if with_pallas:
         rows.insert(3, _planes_row())
     rows.append(_array_row("paper: associative_scan", None, paper_associative_scan))
     if platform_ != "gpu":
         rows.append(_array_row("paper: lax.scan", None, paper_lax_scan))
     return rows
-
-
-def row_labels(platform_: str):
-    return [r.label for r in scan_rows(platform_)]
 
 
 # ----------------------------------------------------------------------------------------
@@ -362,8 +376,8 @@ def bench_tv_shape(shape, device, *, repeats, copy_gbps, peers):
     a, b, g = make_tv_inputs(shape, device)
     elements = math.prod(shape)
     moved = 3 * elements * 4                                    # read a and b, write x
-    methods = ["associative", "pallas", "auto"] if device.platform == "gpu" else \
-        ["sequential", "associative", "auto"]
+    methods = ((["associative"] + (["pallas"] if pallas_runs_here()[0] else []) + ["auto"])
+               if device.platform == "gpu" else ["sequential", "associative", "auto"])
     ours, calls, results = None, [], []
     for method in methods:
         fn = (lambda m: lambda a, b: linear_scan(a, b, method=m))(method)
@@ -578,7 +592,8 @@ def describe_source(*results):
         if r:
             d = r["device"]
             parts.append(f"{d['device_kind']} (JAX {d['jax']}, commit {r.get('commit') or '?'}, "
-                         f"{r.get('date_utc', '?')[:10]}, `{r.get('command', '?')}`)")
+                         f"{r.get('date_utc', '?')[:10]}, `{r.get('command', '?')}`"
+                         + (f"; {r['note']}" if r.get("note") else "") + ")")
     return "; ".join(parts) or None
 
 
