@@ -752,9 +752,14 @@ def run_scan(args):
             layer = json.load(f)
     out["targets"] = gpu_targets(out, layer)
     for c in out["checks"]:
-        print("check", json.dumps(c))
+        if len(c) > 1:
+            print("check", json.dumps(c))
     md = targets_markdown(out["targets"], describe_source(out, layer))
-    print(md)
+    if gpu or args.targets_md:
+        print(md)
+    else:
+        print(f"targets: the GPU issue's targets are not measured on {device.platform} "
+              "(python -m lrnn.bench targets prints them from a stored GPU run)")
     _write(out, args.out)
     if args.targets_md:
         _write_text(md + "\n", args.targets_md)
