@@ -16,7 +16,7 @@ from jax import lax
 
 import lrnn
 from lrnn import bench, scan_pallas
-from lrnn.scan import _choose, linear_scan, pallas_triton, pallas_tuning, sequential
+from lrnn.scan import linear_scan, pallas_triton, pallas_tuning, sequential
 from lrnn.scan.pallas_triton import Tiles
 
 L_ODD = 13           # not a multiple of the unroll (4): the tail runs; chunks of 5: the last is short
@@ -97,7 +97,8 @@ def _autodiff_sequential(a, b):
     return jnp.moveaxis(x, 0, -2)
 
 
-@pytest.mark.parametrize("kind", ["complex time-invariant", "real time-varying"])
+@pytest.mark.parametrize("kind", ["complex time-invariant", "real time-varying",
+                                  "complex time-varying"])
 def test_gradients_through_linear_scan_match_autodiff(rng, kind):
     a, b = _inputs(rng, kind, lead=(2,), length=7, n=3)
     w = jnp.asarray(rng.standard_normal(b.shape).astype(np.float32))

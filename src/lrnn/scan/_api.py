@@ -83,17 +83,19 @@ def _numeric_array(name, value):
     """``value`` as a JAX array of numbers, or a ValueError naming ``name``."""
     if value is None:
         fail(name, value, "an array of numbers")
-    try:
-        arr = np.asarray(value) if not isinstance(value, jax.Array) else value
-    except (ValueError, TypeError) as err:          # ragged nested lists
-        raise ValueError(f"`{name}`: got {type(value).__name__} that is not a rectangular array "
-                         f"({err}), expected an array of numbers.") from None
-    if arr.dtype == object or not (jnp.issubdtype(arr.dtype, jnp.number)
-                                   or jnp.issubdtype(arr.dtype, jnp.bool_)):
-        fail(name, value if hasattr(value, "shape") else arr,
-             "an array of numbers (integer, float or complex)")
-    if jnp.issubdtype(arr.dtype, jnp.bool_):
+    if hasattr(value, "shape") and hasattr(value, "dtype"):     # NumPy, JAX arrays and tracers
+        arr = value
+    else:
+        try:
+            arr = np.asarray(value)
+        except (ValueError, TypeError) as err:                 # ragged nested lists
+            raise ValueError(f"`{name}`: got {type(value).__name__} that is not a rectangular "
+                             f"array ({err}), expected an array of numbers.") from None
+    dtype = np.dtype(arr.dtype)
+    if dtype == np.bool_:
         fail(name, arr, "an array of numbers, not booleans")
+    if not jnp.issubdtype(dtype, jnp.number):                  # bfloat16 is a number to JAX
+        fail(name, arr, "an array of numbers (integer, float or complex)")
     return jnp.asarray(arr)
 
 

@@ -936,7 +936,6 @@ def run_plans(args):
             except Exception as err:                                  # noqa: BLE001
                 row["error"] = f"{type(err).__name__}: {str(err)[:300]}"
             record(row)
-        del a, b, full_a, full_b, cache
     if log:
         log.close()
     print(f"plans: {len(results)} rows in {time.perf_counter() - start:.0f} s")

@@ -86,7 +86,6 @@ def time_peer(peer: Peer, a, b, g, ours, *, repeats: int) -> dict:
     row = {"shape": list(b.shape), "dtype": "float32", "a": "time-varying (B, L, N)",
            "label": peer.label, "method": None}
     try:
-        import torch
         ta, tb, tg = (_torch(v) for v in (a, b, g))
         args, cot = peer.prepare(ta, tb, tg)
         y = peer.run(*args)
@@ -99,8 +98,6 @@ def time_peer(peer: Peer, a, b, g, ours, *, repeats: int) -> dict:
             out = peer.run(*grads)
             out.backward(cot)
         row["fwdbwd_s"], row["fwdbwd_median_s"] = _times(fb, repeats)
-        del ta, tb, tg, args, grads, y, mine
-        torch.cuda.empty_cache()
     except Exception as err:                                          # noqa: BLE001
         row["error"] = f"{type(err).__name__}: {str(err)[:300]}"
     return row
