@@ -249,10 +249,8 @@ def test_pallas_rejects_float64_clearly(x64):
 
 
 def test_only_the_triton_deprecation_warning_is_silenced():
-    pallas_triton.quiet_triton_deprecation()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
-        pallas_triton.quiet_triton_deprecation.cache_clear()
         pallas_triton.quiet_triton_deprecation()
         warnings.warn("The Pallas Triton backend is deprecated and will be removed in a future "
                       "JAX version.", DeprecationWarning)

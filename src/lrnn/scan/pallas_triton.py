@@ -40,13 +40,13 @@ from jax.experimental import pallas as pl
 
 #: The text of the deprecation warning that JAX >= 0.11 raises when it lowers a Pallas call
 #: to Triton. It is raised when the surrounding ``jit`` is lowered (after our functions have
-#: returned), so it is filtered process-wide, by this exact text and category only, the first
-#: time the kernel is built for a GPU.
+#: returned), so it is filtered process-wide, by this exact text and category only, whenever
+#: the kernel is built for a GPU (again each time: ``warnings.catch_warnings`` blocks, pytest
+#: among them, restore the filters they found).
 TRITON_DEPRECATION = (r"The Pallas Triton backend is deprecated and will be removed in"
                       r" a future JAX version")
 
 
-@functools.cache
 def quiet_triton_deprecation() -> None:
     warnings.filterwarnings("ignore", message=TRITON_DEPRECATION, category=DeprecationWarning)
 
