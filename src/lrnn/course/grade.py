@@ -39,7 +39,6 @@ import argparse
 import ast
 import builtins
 import concurrent.futures
-import copy
 import csv
 import hashlib
 import io
@@ -351,7 +350,7 @@ def run_submission(steps, sol, sandbox, *, files: dict, timeout: float, cell_tim
     """Run the steps; returns {"outcomes": {step: outcome}, "timed_out", "restarts",
     "fatal", "kernel_s"}. Every wait is bounded by ``timeout`` (plus a few seconds of grace
     to kill the sandbox)."""
-    from .remote import Kernel, KernelLost
+    from .remote import CallTimeout, Kernel, KernelLost
     start = time.monotonic()
     deadline = start + timeout
     outcomes: dict[int, dict] = {}
@@ -386,7 +385,10 @@ def run_submission(steps, sol, sandbox, *, files: dict, timeout: float, cell_tim
                                "output_bytes": size if isinstance(size, int) else 0}
                         out["truncated"] = out["output_bytes"] > max_output
                     else:
-                        out = run_official_test(kernel, sol, step.grade_id, limit)
+                        try:
+                            out = run_official_test(kernel, sol, step.grade_id, limit)
+                        except CallTimeout:
+                            out = {"status": "timeout", "ename": "CallTimeout", "evalue": ""}
                 except KernelLost as e:
                     if time.monotonic() >= deadline - 0.05 and limit >= deadline - 0.05:
                         state["timed_out"] = True
@@ -532,6 +534,13 @@ def grade_submission(path, solutions: dict, *, sandbox, timeout=DEFAULT_TIMEOUT,
             notes.append("The kernel died (sys.exit/os._exit, a crash, or out of memory) in "
                          f"cell(s) {', '.join(map(str, died))}; the notebook was re-run "
                          "without them.")
+        died_tests = [exercise_id(steps[i].grade_id) for i, c in sorted(outcomes.items())
+                      if c.get("ename") == "KernelLost" and steps[i].kind == "test"]
+        if died_tests:
+            notes.append("The kernel died or stopped answering while exercise(s) "
+                         f"{', '.join(died_tests)} were tested (sys.exit/os._exit, a crash, "
+                         "out of memory, or a call that never returned); the notebook was "
+                         "re-run for the exercises after it.")
         for i, c in sorted(outcomes.items()):
             step = steps[i]
             if step.kind != "code":

@@ -41,8 +41,8 @@ class KernelLost(GraderAbort):
         self.detail = detail
 
 
-class RequestTimeout(Exception):
-    """The kernel interrupted a request at its time limit and is still usable."""
+class CallTimeout(GraderAbort):
+    """A call reached the test's time limit; the kernel interrupted it and is still usable."""
 
 
 class RemoteError(Exception):
@@ -245,7 +245,7 @@ class Session:
     def _check(self, reply):
         status = reply.get("status")
         if status == "timeout":
-            raise KernelLost("timeout", "the test ran past its time limit")
+            raise CallTimeout("the test ran past its time limit")
         if status == "harness error":
             raise KernelLost("protocol", str(reply.get("detail", ""))[:1000])
         return status
