@@ -471,3 +471,53 @@ def test_free_names_and_plan():
     assert [s.kind for s in steps].count("test") == 5
     assert steps[-1].kind == "test" and steps[-1].cell is None
     assert not any("check(" in s.source for s in steps if s.kind == "code")
+
+
+# --------------------------------------------------------------------------------------
+# Bad inputs to the exercise build lose nothing
+# --------------------------------------------------------------------------------------
+
+def _snapshot(folder):
+    return {p.name: p.read_bytes() for p in sorted(Path(folder).iterdir())}
+
+
+def test_exercises_build_never_deletes_or_overwrites_on_bad_input(tmp_path):
+    """`python -m lrnn.exercises build` with an empty or missing solutions folder, the same
+    folder twice, or an exercises path that is a file: a clear error, a non-zero exit, and
+    every file as it was. With a solution missing, the other notebooks are rebuilt but the
+    orphan is kept (exit 1)."""
+    import subprocess
+    import sys
+    exe = tmp_path / "exercises"
+    shutil.copytree(ROOT / "exercises", exe)
+    (exe / "notes.txt").write_text("mine", encoding="utf-8")
+    before = _snapshot(exe)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    a_file = tmp_path / "a_file.ipynb"
+    a_file.write_text("keep me", encoding="utf-8")
+    sol_copy = tmp_path / "solutions"
+    shutil.copytree(SOLUTIONS, sol_copy)
+    sol_before = _snapshot(sol_copy)
+
+    def build(*args):
+        return subprocess.run([sys.executable, "-m", "lrnn.exercises", "build", *args],
+                              capture_output=True, text=True, cwd=tmp_path)
+    for args, message in [
+        (["--solutions", str(empty), "--exercises", str(exe)], "no solution notebooks"),
+        (["--solutions", str(tmp_path / "nowhere"), "--exercises", str(exe)],
+         "no solutions folder"),
+        (["--solutions", str(sol_copy), "--exercises", str(sol_copy)], "same folder"),
+        (["--solutions", str(sol_copy), "--exercises", str(a_file)], "not a folder"),
+    ]:
+        proc = build(*args)
+        assert proc.returncode == 2 and message in proc.stdout, (args, proc.stdout)
+        assert _snapshot(exe) == before and _snapshot(sol_copy) == sol_before
+        assert a_file.read_text(encoding="utf-8") == "keep me"
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    shutil.copy(SOLUTIONS / "01_linear_recurrence.ipynb", partial)
+    proc = build("--solutions", str(partial), "--exercises", str(exe))
+    assert proc.returncode == 1 and "have no solution" in proc.stdout
+    assert _snapshot(exe) == before                 # 01 was already up to date; none deleted
+    assert not [p for p in exe.iterdir() if p.name.endswith(".tmp")]
