@@ -364,6 +364,7 @@ def run_submission(steps, sol, sandbox, *, files: dict, timeout: float, cell_tim
                 state["timed_out"] = True
             else:
                 state["fatal"] = f"the kernel could not start ({e})"[:2000]
+                state["fatal_kind"] = "grader error"
             break
         lost_at = None
         try:
@@ -412,6 +413,7 @@ def run_submission(steps, sol, sandbox, *, files: dict, timeout: float, cell_tim
         if state["restarts"] > MAX_RESTARTS:
             state["fatal"] = (f"the kernel was lost {state['restarts']} times; the cells not "
                               "run by then score zero")
+            state["fatal_kind"] = "kernel died"
             break
     state["outcomes"] = outcomes
     state["kernel_s"] = time.monotonic() - start
@@ -524,16 +526,24 @@ def grade_submission(path, solutions: dict, *, sandbox, timeout=DEFAULT_TIMEOUT,
             notes.append(f"The notebook ran longer than the limit of {timeout:g} s and was "
                          "stopped; exercises not reached score zero.")
         if run["fatal"]:
-            status = "grader error" if status == "graded" else status
+            status = run.get("fatal_kind", "grader error") if status == "graded" else status
             notes.append(f"The notebook could not be run to the end: {run['fatal']}")
         outcomes = run["outcomes"]
         died = sorted(steps[i].cell for i, c in outcomes.items()
                       if c["status"] == "died" and steps[i].kind == "code")
         if died:
-            status = "kernel died" if status == "graded" else status
             notes.append("The kernel died (sys.exit/os._exit, a crash, or out of memory) in "
                          f"cell(s) {', '.join(map(str, died))}; the notebook was re-run "
                          "without them.")
+        killed = sorted(steps[i].cell for i, c in outcomes.items()
+                        if c["status"] == "timeout" and c.get("ename") == "KernelLost" and
+                        steps[i].kind == "code")
+        if killed:
+            notes.append(f"Cell(s) {', '.join(map(str, killed))} did not stop when interrupted "
+                         "at the time limit: the kernel was killed and the notebook re-run "
+                         "without them.")
+        if any(c.get("ename") == "KernelLost" for c in outcomes.values()):
+            status = "kernel died" if status == "graded" else status
         died_tests = [exercise_id(steps[i].grade_id) for i, c in sorted(outcomes.items())
                       if c.get("ename") == "KernelLost" and steps[i].kind == "test"]
         if died_tests:
@@ -881,6 +891,13 @@ def grade(paths, out, *, force=False, timeout=DEFAULT_TIMEOUT, cell_timeout=DEFA
             for p in todo:
                 one(p)
         else:
+            # Largest first: the longest notebooks do not all end up last on one worker.
+            def size(p):
+                try:
+                    return p.stat().st_size
+                except OSError:
+                    return 0
+            todo.sort(key=lambda p: -size(p))
             with concurrent.futures.ThreadPoolExecutor(max_workers=int(workers)) as pool:
                 list(pool.map(one, todo))
         if not todo:

@@ -1,6 +1,6 @@
 """The grader's side of a student's kernel: a small fixed program that runs inside the sandbox.
 
-    python -m lrnn.course.harness [--uid U --gid G] [--nproc N] [--memory BYTES] [--pdeathsig]
+    python -m lrnn.course.harness [--uid U] [--nproc N] [--memory BYTES] [--pdeathsig]
 
 It reads requests from its standard input and writes replies to its standard output, both
 pipes owned by the grader, as length-prefixed JSON frames (:mod:`lrnn.course.wire`); right at
@@ -77,8 +77,15 @@ def confine(opts) -> None:
         _set_limit(resource, resource.RLIMIT_CORE, 0)
     if opts.uid is not None and os.geteuid() == 0:
         os.setgroups([])
-        os.setresgid(opts.gid, opts.gid, opts.gid)
-        os.setresuid(opts.uid, opts.uid, opts.uid)
+        # The sandbox's own user id; in a container whose user namespace maps only a small
+        # range of ids, "nobody" (65534) instead.
+        for uid in (opts.uid, 65534):
+            try:
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+                break
+            except OSError:
+                continue
         if os.geteuid() == 0 or os.getuid() == 0:
             raise SystemExit("harness: could not leave root")
     if resource is not None:
@@ -395,13 +402,10 @@ class Harness:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lrnn.course.harness")
     parser.add_argument("--uid", type=int, default=None)
-    parser.add_argument("--gid", type=int, default=None)
     parser.add_argument("--nproc", type=int, default=0)
     parser.add_argument("--memory", type=int, default=0, help="address-space limit, bytes")
     parser.add_argument("--pdeathsig", action="store_true")
     opts = parser.parse_args(argv)
-    if opts.uid is not None and opts.gid is None:
-        opts.gid = opts.uid
     channel = take_pipes()
     confine(opts)
     harness = Harness(channel)

@@ -195,17 +195,21 @@ def _ancestors_dirs(path: Path, made: set, args: list, perms: bool):
         args += ["--dir", p]
 
 
-def bwrap_args(lay: Layout, *, tmp_mb: int) -> list[str]:
+def bwrap_args(lay: Layout, *, tmp_mb: int, userns: bool = False) -> list[str]:
+    """bwrap's command line. As root, bwrap sets up the namespaces with its privileges (the
+    kernel then leaves root itself); otherwise, or with ``userns``, in a user namespace."""
     feats = bwrap_features()
     root = os.geteuid() == 0
     args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session",
             "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
     if "--unshare-cgroup-try" in feats:
         args.append("--unshare-cgroup-try")
-    if not root:
+    if not root or userns:
         args.append("--unshare-user")
         if "--disable-userns" in feats:
             args.append("--disable-userns")
+        if root:
+            args += ["--cap-drop", "ALL"]
     perms = "--perms" in feats
     args += ["--tmpfs", "/", "--dev", "/dev", "--proc", "/proc"]
     if perms:
@@ -377,6 +381,7 @@ def clean_stale_workdirs():
 class Sandbox:
     """How to start kernels: ``kind`` is "bwrap" or "none"."""
     kind: str
+    userns: bool = False
     memory_mb: int = DEFAULT_MEMORY_MB
     processes: int = DEFAULT_PROCESSES
     tmp_mb: int = DEFAULT_TMP_MB
@@ -396,13 +401,14 @@ class Sandbox:
         workdir_host = None
         memory = 0 if lay.gpu_devices else self.memory_mb * 2 ** 20
         if self.kind == "bwrap":
-            argv = bwrap_args(lay, tmp_mb=self.tmp_mb)
+            argv = bwrap_args(lay, tmp_mb=self.tmp_mb, userns=self.userns)
             env = dict(lay.env)
-            if os.geteuid() == 0:
+            if os.geteuid() == 0 and not self.userns:
                 slot = _take_slot()
                 uid = sandbox_uid(slot)
-                harness += ["--uid", str(uid), "--gid", str(uid),
-                            "--nproc", str(self.processes)]
+                harness += ["--uid", str(uid), "--nproc", str(self.processes)]
+            elif os.geteuid() == 0:
+                harness += ["--nproc", str(self.processes)]     # not enforced for root
             else:
                 harness += ["--nproc", str(_user_tasks(os.getuid()) + self.processes)]
             argv += harness
@@ -449,8 +455,16 @@ def choose(mode: str = "auto", **kwargs) -> Sandbox:
             lay = layout(kwargs.get("hidden", ()), kwargs.get("extra", ()))
         except SandboxError:
             raise
-        problem = _bwrap_works(tuple(bwrap_args(lay, tmp_mb=kwargs.get("tmp_mb",
-                                                                       DEFAULT_TMP_MB))))
+        tmp_mb = kwargs.get("tmp_mb", DEFAULT_TMP_MB)
+        problem = _bwrap_works(tuple(bwrap_args(lay, tmp_mb=tmp_mb)))
+        if problem and os.geteuid() == 0:
+            # Root whose privileges do not reach mount namespaces (a container without
+            # CAP_SYS_ADMIN) may still create a user namespace; the kernel then keeps the
+            # root user id outside it (no process-count limit: root is exempt).
+            if _bwrap_works(tuple(bwrap_args(lay, tmp_mb=tmp_mb, userns=True))) is None:
+                return Sandbox("bwrap", userns=True,
+                               note="in a user namespace: kernels keep root's user id outside "
+                                    "the sandbox, so the process limit does not apply", **kwargs)
         if problem:
             why = f"bubblewrap cannot start a sandbox here: {problem}"
     if why is None:
