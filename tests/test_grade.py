@@ -521,3 +521,81 @@ def test_exercises_build_never_deletes_or_overwrites_on_bad_input(tmp_path):
     assert proc.returncode == 1 and "have no solution" in proc.stdout
     assert _snapshot(exe) == before                 # 01 was already up to date; none deleted
     assert not [p for p in exe.iterdir() if p.name.endswith(".tmp")]
+
+
+# --------------------------------------------------------------------------------------
+# The grader itself killed: nothing survives it, nothing is left behind
+# --------------------------------------------------------------------------------------
+
+def _processes_of(uids):
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            for line in status.read_text().splitlines():
+                if line.startswith("Uid:"):
+                    if int(line.split()[1]) in uids:
+                        found.append(int(status.parent.name))
+                    break
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def test_killed_grader_leaves_no_process_and_no_temporary_file(tmp_path):
+    """SIGKILL to the grader while a sandboxed notebook sleeps: the sandbox dies with it, the
+    gradebook is as before, no temporary file is left, and the lock is free again."""
+    import signal
+    import subprocess
+    import sys
+    if os.geteuid() != 0 or sb.choose("auto").kind != "bwrap":
+        pytest.skip("needs root and bubblewrap: sandbox processes are found by their user id")
+    sub = tmp_path / "subs"
+    sub.mkdir()
+    nbformat.write(submission(before_first_test=["import time\ntime.sleep(120)"]),
+                   sub / "slow_01_linear_recurrence.ipynb")
+    out = tmp_path / "gb.csv"
+    g.write_gradebook(out, [{"submission": "other", "total": 1, "max_total": 2}])
+    before = out.read_bytes()
+    proc = subprocess.Popen([sys.executable, "-m", "lrnn.grade", str(sub), "--out", str(out),
+                             "--sandbox", "bwrap"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    uids = {sb.UID_BASE + (proc.pid % 1_000_000) * 64 + slot for slot in range(64)}
+    deadline = time.monotonic() + 60
+    while not _processes_of(uids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes_of(uids), "the sandbox never started"
+    time.sleep(1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while _processes_of(uids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes_of(uids) == []
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["feedback", "gb.csv", "gb.csv.lock",
+                                                          "subs"]
+    assert list((tmp_path / "feedback").iterdir()) == []
+    assert not list(Path("/tmp").glob(f"lrnn-kernel-{proc.pid}-*"))
+    with g._GradebookLock(out):                  # the dead grader's lock is free
+        pass
+
+
+def test_stale_working_folders_of_killed_graders_are_removed(tmp_path, monkeypatch):
+    """Without a sandbox, kernels work in folders of the grader's /tmp; a grader that was
+    killed leaves its folders, which the next one removes (never those of a live grader)."""
+    monkeypatch.setattr(sb.tempfile, "gettempdir", lambda: str(tmp_path))
+    dead = subprocess_pid_that_exited()
+    stale = tmp_path / f"lrnn-kernel-{dead}-abc"
+    live = tmp_path / f"lrnn-kernel-{os.getppid()}-abc"
+    for d in (stale, live):
+        (d / "home").mkdir(parents=True)
+    sb.clean_stale_workdirs()
+    assert not stale.exists() and live.exists()
+
+
+def subprocess_pid_that_exited():
+    import subprocess
+    import sys
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
