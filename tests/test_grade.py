@@ -86,7 +86,9 @@ def graded(tmp_path_factory):
     sub.mkdir()
     cases = {
         "full_01_linear_recurrence.ipynb": submission(before_first_test=[
-            'assert open("notes.txt").read() == "beside the submission"']),
+            'assert open("notes.txt").read() == "beside the submission"',
+            "%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()",
+            "from IPython.display import display\ndisplay(3)\n!echo shell commands work"]),
         "one_wrong_01_linear_recurrence.ipynb": submission({"ex1.5-solution": WRONG_RADIUS}),
         "crash_01_linear_recurrence.ipynb": submission(
             {"ex1.3-solution": CRASHING_KERNEL},
@@ -140,7 +142,7 @@ def test_full_marks(graded):
     assert scores(row) == FULL and float(row["total"]) == 14 and row["status"] == "graded"
     assert row["ex1.6"] == "manual"
     text = feedback_of(graded, "full_01_linear_recurrence.ipynb")
-    assert "raised" not in text                      # it could read the file beside it
+    assert "raised" not in text        # it could read the file beside it; magics work
 
 
 def test_one_wrong_exercise_scores_exactly_the_rest(graded):

@@ -247,10 +247,14 @@ class Harness:
         sys.stdout, sys.stderr = self.stdout, self.stderr
         from traitlets.config import Config
         from IPython.core.interactiveshell import InteractiveShell
+
+        class Shell(InteractiveShell):
+            def enable_gui(self, gui=None):      # `%matplotlib inline` as in a notebook
+                pass
         config = Config()
         config.HistoryManager.enabled = False
         config.HistoryManager.hist_file = ":memory:"
-        self.shell = InteractiveShell.instance(config=config, colors="nocolor")
+        self.shell = Shell.instance(config=config, colors="nocolor")
         # Loaded before any student code: the course's precision policy (and, with
         # LRNN_EMULATE_TF32=1, the TF32 emulation) and the structural checks.
         from . import precision
