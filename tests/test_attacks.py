@@ -175,6 +175,7 @@ def test_attacks(tmp_path):
     # Attacks made of files rather than code.
     os.symlink(SOLUTIONS / f"{STEM}.ipynb", subs / f"attack_symlink_{STEM}.ipynb")
     os.symlink(SOLUTIONS / f"{STEM}.ipynb", subs / "solution_link.txt")
+    os.symlink(SOLUTIONS, subs / "linked_folder")            # not followed: no rows from it
     nbformat.write(blank, subs / os.fsdecode(b"attack_bad\xff_name_" + STEM.encode() + b".ipynb"))
     with open(subs / f"attack_huge_{STEM}.ipynb", "w") as f:
         f.write('{"cells": []' + " " * (g.MAX_SUBMISSION_BYTES + 10) + ', "nbformat": 4}')

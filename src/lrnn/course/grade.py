@@ -744,8 +744,10 @@ def collect(paths) -> list[Path]:
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            inside = sorted(q for q in p.rglob("*.ipynb")
-                            if ".ipynb_checkpoints" not in q.parts)
+            inside = []
+            for root, dirs, files in os.walk(p):          # symbolic links to folders: not
+                dirs[:] = sorted(d for d in dirs if d != ".ipynb_checkpoints")    # followed
+                inside += [Path(root) / f for f in sorted(files) if f.endswith(".ipynb")]
             if not inside:
                 raise GradeError(f"{display_key(p)} is a folder without any .ipynb notebook")
             found += inside

@@ -233,6 +233,23 @@ class Harness:
 
     # -- setup --------------------------------------------------------------------------
     def start(self, init: dict):
+        # Everything the harness needs is imported before the student's files land in the
+        # working folder (a `jax.py` beside the notebook must not replace JAX for the harness).
+        from traitlets.config import Config
+        from IPython.core.interactiveshell import InteractiveShell
+        # Loaded before any student code: the course's precision policy (and, with
+        # LRNN_EMULATE_TF32=1, the TF32 emulation) and the structural checks.
+        from . import precision
+        from .check import _core
+        self.precision, self.core = precision, _core
+
+        class Shell(InteractiveShell):
+            def enable_gui(self, gui=None):      # `%matplotlib inline` as in a notebook
+                pass
+        config = Config()
+        config.HistoryManager.enabled = False
+        config.HistoryManager.hist_file = ":memory:"
+        self.shell = Shell.instance(config=config, colors="nocolor")
         workdir = init.get("cwd") or os.path.join(os.environ.get("TMPDIR", "/tmp"), "work")
         os.makedirs(workdir, exist_ok=True)
         for name, data in (init.get("files") or {}).items():
@@ -245,21 +262,6 @@ class Harness:
         if workdir not in sys.path:
             sys.path.insert(0, workdir)
         sys.stdout, sys.stderr = self.stdout, self.stderr
-        from traitlets.config import Config
-        from IPython.core.interactiveshell import InteractiveShell
-
-        class Shell(InteractiveShell):
-            def enable_gui(self, gui=None):      # `%matplotlib inline` as in a notebook
-                pass
-        config = Config()
-        config.HistoryManager.enabled = False
-        config.HistoryManager.hist_file = ":memory:"
-        self.shell = Shell.instance(config=config, colors="nocolor")
-        # Loaded before any student code: the course's precision policy (and, with
-        # LRNN_EMULATE_TF32=1, the TF32 emulation) and the structural checks.
-        from . import precision
-        from .check import _core
-        self.precision, self.core = precision, _core
         self.watchdog.install()
 
     # -- requests -----------------------------------------------------------------------
