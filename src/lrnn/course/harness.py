@@ -252,6 +252,9 @@ class Harness:
         self.shell = Shell.instance(config=config, colors="nocolor")
         workdir = init.get("cwd") or os.path.join(os.environ.get("TMPDIR", "/tmp"), "work")
         os.makedirs(workdir, exist_ok=True)
+        for var in ("HOME", "MPLCONFIGDIR", "IPYTHONDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):
+            if os.environ.get(var):
+                os.makedirs(os.environ[var], exist_ok=True)
         for name, data in (init.get("files") or {}).items():
             if not isinstance(name, str) or "/" in name or name in ("", ".", "..") or \
                     "\0" in name:

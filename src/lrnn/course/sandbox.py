@@ -10,7 +10,8 @@ lrnn.course.harness``) with:
   folders) and the installed ``lrnn`` package folder only (in an editable install, the
   ``src/lrnn`` folder, never the repository root with ``solutions/`` beside it); nothing
   else of the host: not the submissions, the solutions, the gradebook or the feedback;
-* a private writable ``/tmp`` (a size-limited tmpfs) holding the working folder;
+* a private writable ``/tmp`` (a size-limited tmpfs) holding the working folder and the
+  home folder, and a private ``/dev/shm``;
 * its own PID, network (loopback only), IPC and UTS namespaces; a new session;
 * ``--die-with-parent``: the whole sandbox dies with the grader;
 * as root: the kernel leaves root for a user id of its own (one per concurrent sandbox, so
@@ -212,11 +213,12 @@ def bwrap_args(lay: Layout, *, tmp_mb: int, userns: bool = False) -> list[str]:
             args += ["--cap-drop", "ALL"]
     perms = "--perms" in feats
     args += ["--tmpfs", "/", "--dev", "/dev", "--proc", "/proc"]
-    if perms:
-        args += ["--perms", "1777"]
-    if "--size" in feats:
-        args += ["--size", str(tmp_mb * 2 ** 20)]
-    args += ["--tmpfs", SANDBOX_TMP]
+    for where in ("/dev/shm", SANDBOX_TMP):     # shared memory (multiprocessing), and /tmp
+        if perms:
+            args += ["--perms", "1777"]
+        if "--size" in feats:
+            args += ["--size", str(tmp_mb * 2 ** 20)]
+        args += ["--tmpfs", where]
     made = {SANDBOX_TMP}
     for name in _SYSTEM_DIRS:
         if os.path.islink(name):
