@@ -239,6 +239,8 @@ def test_attacks(tmp_path):
     listener.close()
     assert sandbox_processes() == []
     assert not list(Path("/tmp").glob(f"lrnn-kernel-{os.getpid()}-*"))
+    for _, parent in sb._cgroup_parents():
+        assert not list(Path(parent).glob(f"lrnn-kernel-{os.getpid()}-*"))
     time.sleep(2)
     assert out.read_bytes() == gradebook
 

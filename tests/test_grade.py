@@ -580,6 +580,10 @@ def test_killed_grader_leaves_no_process_and_no_temporary_file(tmp_path):
     assert not list(Path("/tmp").glob(f"lrnn-kernel-{proc.pid}-*"))
     with g._GradebookLock(out):                  # the dead grader's lock is free
         pass
+    left = [d for _, parent in sb._cgroup_parents()
+            for d in Path(parent).glob(f"lrnn-kernel-{proc.pid}-*")]
+    sb.clean_stale_cgroups()                     # what the next grader does first
+    assert not [d for d in left if d.exists()]
 
 
 def test_stale_working_folders_of_killed_graders_are_removed(tmp_path, monkeypatch):

@@ -840,6 +840,8 @@ def grade(paths, out, *, force=False, timeout=DEFAULT_TIMEOUT, cell_timeout=DEFA
     if box.kind == "none":
         log(NO_SANDBOX_WARNING.format(why=box.note or "--sandbox none"))
         sb.clean_stale_workdirs()
+    if box.cgroups:
+        sb.clean_stale_cgroups()
     preload = threading.Thread(target=_preload, args=(sols,),
                                kwargs={"references": box.kind == "none"}, daemon=True)
     preload.start()

@@ -196,7 +196,13 @@ class Watchdog:
 
     def _fire(self):
         self.fired = True
-        _thread.interrupt_main()
+        # A real SIGINT to the main thread, as a notebook's interrupt button sends: it also
+        # ends a blocking call (sleep, wait, I/O), which interrupt_main() alone would not.
+        try:
+            import signal
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        except (AttributeError, OSError, ValueError):
+            _thread.interrupt_main()
 
     def disarm(self):
         self.armed = False

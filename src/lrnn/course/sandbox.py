@@ -20,8 +20,14 @@ lrnn.course.harness``) with:
   and on the address space (``RLIMIT_AS``; not on a GPU, where CUDA reserves far more
   address space than it uses).
 
+Where the grader may create control groups (root, writable ``/sys/fs/cgroup``; v1 hierarchies
+``cpu``, ``pids``, ``memory``, or the unified hierarchy at a container's root), each sandbox
+also gets a group of its own: its share of the CPU, a process limit and a memory limit that
+no ``setsid``/double fork escapes.
+
 The grader kills a sandbox by killing ``bwrap``: the kernel gets ``SIGKILL`` with it and,
-being in its own PID namespace, takes every process it started along.
+being in its own PID namespace, takes every process it started along (and, with control
+groups, every process of its group is killed too).
 
 ``none`` runs the kernel as the grader's user with the same limits but no isolation: a
 submission can read and write whatever that user can. The grader warns and records it.
@@ -259,6 +265,166 @@ def _bwrap_works(argv_key: tuple) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------
+# Control groups (best effort): a fair share of the CPU, a process and a memory limit per
+# sandbox, and a reliable way to kill all of it
+# ---------------------------------------------------------------------------------------
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+_CGROUP_WRAPPER = ('while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; '
+                   'exec "$@"')
+
+
+def _own_cgroups() -> dict:
+    """{controller: path of this process's cgroup} ("" for the unified hierarchy)."""
+    out = {}
+    try:
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                for c in controllers.split(","):
+                    out[c] = path
+    except OSError:
+        pass
+    return out
+
+
+def _cgroup_parents() -> list[tuple[str, str]]:
+    """(controller, folder under which to create a sandbox's group) for each usable
+    controller: cgroup v1 hierarchies ``/sys/fs/cgroup/{cpu,pids,memory}``, or the unified
+    hierarchy when this process sits at its root (a container's own cgroup namespace)."""
+    if os.geteuid() != 0 or not sys.platform.startswith("linux"):
+        return []
+    own = _own_cgroups()
+    parents = []
+    for controller in ("cpu", "pids", "memory"):
+        mount = os.path.join(CGROUP_ROOT, controller)
+        if controller in own and os.path.exists(os.path.join(mount, "cgroup.procs")):
+            parents.append((controller, os.path.join(mount, own[controller].lstrip("/"))))
+    if parents:
+        return parents
+    if own.get("") == "/" and os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers")):
+        try:
+            with open(os.path.join(CGROUP_ROOT, "cgroup.controllers")) as f:
+                available = f.read().split()
+            with open(os.path.join(CGROUP_ROOT, "cgroup.subtree_control"), "w") as f:
+                f.write(" ".join(f"+{c}" for c in ("cpu", "pids", "memory") if c in available))
+        except OSError:
+            return []
+        return [("", CGROUP_ROOT)]
+    return []
+
+
+class Cgroups:
+    """One sandbox's control groups (one per v1 controller, or one unified)."""
+
+    def __init__(self, name: str, *, processes: int, memory_bytes: int):
+        self.dirs = []
+        try:
+            for controller, parent in _cgroup_parents():
+                d = os.path.join(parent, name)
+                os.mkdir(d)
+                self.dirs.append(d)
+                settings = {"pids": {"pids.max": processes},
+                            "memory": {"memory.limit_in_bytes": memory_bytes},
+                            "": {"pids.max": processes, "memory.max": memory_bytes}
+                            }.get(controller, {})
+                for key, value in settings.items():
+                    if value and os.path.exists(os.path.join(d, key)):
+                        with open(os.path.join(d, key), "w") as f:
+                            f.write(str(value))
+        except OSError:
+            self.remove()
+            raise
+
+    def procs_files(self) -> list[str]:
+        return [os.path.join(d, "cgroup.procs") for d in self.dirs]
+
+    def pids(self) -> set[int]:
+        found = set()
+        for path in self.procs_files():
+            try:
+                with open(path) as f:
+                    found.update(int(x) for x in f.read().split())
+            except (OSError, ValueError):
+                pass
+        return found
+
+    def kill(self):
+        """SIGKILL every process in the groups (whatever it did to escape its parent)."""
+        import time
+        for d in self.dirs:
+            try:
+                with open(os.path.join(d, "cgroup.kill"), "w") as f:
+                    f.write("1")
+            except OSError:
+                pass
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            left = self.pids()
+            if not left:
+                return
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.02)
+
+    def remove(self):
+        import time
+        for d in reversed(self.dirs):
+            for _ in range(100):
+                try:
+                    os.rmdir(d)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
+        self.dirs = []
+
+
+def clean_stale_cgroups():
+    """Groups left by a grader that was killed: kill what is in them, remove them."""
+    for _, parent in _cgroup_parents():
+        for d in glob.glob(os.path.join(parent, "lrnn-kernel-*")):
+            try:
+                pid = int(os.path.basename(d).split("-")[2])
+                os.kill(pid, 0)
+                continue                     # its grader is alive
+            except ProcessLookupError:
+                pass
+            except (OSError, ValueError, IndexError):
+                continue
+            stale = Cgroups.__new__(Cgroups)
+            stale.dirs = [d]
+            stale.kill()
+            stale.remove()
+
+
+@functools.lru_cache(maxsize=None)
+def cgroups_work() -> bool:
+    """True if a process started through the wrapper lands in a fresh group here."""
+    if not _cgroup_parents():
+        return False
+    try:
+        probe = Cgroups(f"lrnn-kernel-{os.getpid()}-probe", processes=64,
+                        memory_bytes=256 * 2 ** 20)
+    except OSError:
+        return False
+    try:
+        r = subprocess.run(["/bin/sh", "-c", _CGROUP_WRAPPER, "sh", *probe.procs_files(),
+                            "--", "/bin/sh", "-c", "cat /proc/self/cgroup"],
+                           capture_output=True, text=True, timeout=10)
+        return r.returncode == 0 and "lrnn-kernel-" in r.stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    finally:
+        probe.kill()
+        probe.remove()
+
+
+# ---------------------------------------------------------------------------------------
 # A running kernel process
 # ---------------------------------------------------------------------------------------
 
@@ -301,7 +467,8 @@ def _user_tasks(uid: int) -> int:
 class KernelProcess:
     """A harness process (sandboxed or not) with pipes to it; :meth:`kill` ends all of it."""
 
-    def __init__(self, proc, slot, workdir_host, token, kind):
+    def __init__(self, proc, slot, workdir_host, token, kind, cgroups=None):
+        self.cgroups = cgroups
         self.proc = proc
         self.slot = slot
         self.workdir_host = workdir_host
@@ -330,6 +497,8 @@ class KernelProcess:
             pass
         if self.kind == "none":
             _kill_marked(self.token)
+        if self.cgroups is not None:
+            self.cgroups.kill()
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -340,6 +509,8 @@ class KernelProcess:
                     stream.close()
             except OSError:
                 pass
+        if self.cgroups is not None:
+            self.cgroups.remove()
         if self.workdir_host:
             shutil.rmtree(self.workdir_host, ignore_errors=True)
         if self.slot is not None:
@@ -384,6 +555,7 @@ class Sandbox:
     """How to start kernels: ``kind`` is "bwrap" or "none"."""
     kind: str
     userns: bool = False
+    cgroups: bool = False
     memory_mb: int = DEFAULT_MEMORY_MB
     processes: int = DEFAULT_PROCESSES
     tmp_mb: int = DEFAULT_TMP_MB
@@ -423,7 +595,14 @@ class Sandbox:
         if memory:
             argv += ["--memory", str(memory)]
         env["LRNN_KERNEL_TOKEN"] = token
+        groups = None
         try:
+            if self.cgroups:
+                groups = Cgroups(f"lrnn-kernel-{os.getpid()}-{token[:12]}",
+                                 processes=self.processes,
+                                 memory_bytes=self.memory_mb * 2 ** 20)
+                argv = ["/bin/sh", "-c", _CGROUP_WRAPPER, "sh", *groups.procs_files(), "--",
+                        *argv]
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, env=env, cwd="/",
                                     start_new_session=True, close_fds=True)
@@ -432,8 +611,10 @@ class Sandbox:
                 _give_slot(slot)
             if workdir_host:
                 shutil.rmtree(workdir_host, ignore_errors=True)
+            if groups is not None:
+                groups.remove()
             raise
-        return KernelProcess(proc, slot, workdir_host, token, self.kind)
+        return KernelProcess(proc, slot, workdir_host, token, self.kind, groups)
 
     def workdir(self, kp: KernelProcess) -> str:
         return os.path.join(kp.workdir_host, "work") if kp.workdir_host else SANDBOX_WORKDIR
@@ -445,6 +626,7 @@ def choose(mode: str = "auto", **kwargs) -> Sandbox:
     to "none" and says why in ``note``."""
     if mode not in MODES:
         raise SandboxError(f"`--sandbox`: got {mode!r}, expected one of {', '.join(MODES)}")
+    kwargs.setdefault("cgroups", cgroups_work())
     if mode == "none":
         return Sandbox("none", note="no isolation: asked for with --sandbox none", **kwargs)
     why = None
