@@ -605,3 +605,22 @@ def subprocess_pid_that_exited():
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
     return p.pid
+
+
+def test_gradebook_and_feedback_beside_the_submissions_are_not_shown_to_kernels(tmp_path):
+    """--out and --feedback-dir in the submissions folder: the files beside a submission are
+    copied into its sandbox, but never the gradebook, its lock or anyone's feedback."""
+    sub = tmp_path / "subs"
+    sub.mkdir()
+    (sub / "data.csv").write_text("1,2\n", encoding="utf-8")
+    peek = ("import os\nseen = sorted(os.listdir('.'))\n"
+            "assert seen == ['data.csv'], seen")
+    nbformat.write(submission(before_first_test=[peek]), sub / "a_01_linear_recurrence.ipynb")
+    nbformat.write(submission(), sub / "b_01_linear_recurrence.ipynb")
+    for force in (False, True):                  # the second run finds the first's files
+        rows = g.grade([sub], sub / "gradebook.csv", feedback_dir=sub, force=force,
+                       solutions=SOLUTIONS, cell_timeout=CELL_TIMEOUT, log=lambda *a: None)
+    assert {float(r["total"]) for r in rows} == {14}
+    text = (sub / g.feedback_name(g.display_key(sub / "a_01_linear_recurrence.ipynb"))
+            ).read_text(encoding="utf-8")
+    assert "raised" not in text

@@ -447,9 +447,11 @@ def display_key(path) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def sibling_files(folder) -> dict[str, bytes]:
+def sibling_files(folder, private=()) -> dict[str, bytes]:
     """The plain files beside a submission (data it may read): not notebooks, links, hidden
-    files or subfolders; nothing over 20 MiB, at most 100 MiB in all."""
+    files, subfolders or ``private`` files (the gradebook, its lock, feedback written beside
+    the submissions); nothing over 20 MiB, at most 100 MiB in all."""
+    private = {os.path.abspath(p) for p in private}
     out, total = {}, 0
     try:
         entries = sorted(Path(folder).iterdir())
@@ -458,7 +460,7 @@ def sibling_files(folder) -> dict[str, bytes]:
     for p in entries:
         try:
             if p.is_symlink() or not p.is_file() or p.suffix == ".ipynb" or \
-                    p.name.startswith("."):
+                    p.name.startswith(".") or os.path.abspath(p) in private:
                 continue
             p.name.encode("utf-8")
             size = p.stat().st_size
@@ -498,7 +500,8 @@ def _read_submission(path: Path):
 
 
 def grade_submission(path, solutions: dict, *, sandbox, timeout=DEFAULT_TIMEOUT,
-                     cell_timeout=DEFAULT_CELL_TIMEOUT, max_output=DEFAULT_MAX_OUTPUT) -> dict:
+                     cell_timeout=DEFAULT_CELL_TIMEOUT, max_output=DEFAULT_MAX_OUTPUT,
+                     private=()) -> dict:
     """Grade one notebook. Returns {"row": {...}, "feedback": markdown, "results": [...]}."""
     path = Path(path)
     key = display_key(path)
@@ -518,7 +521,7 @@ def grade_submission(path, solutions: dict, *, sandbox, timeout=DEFAULT_TIMEOUT,
         notes.append(f"The file cannot be graded: {problem}. Every exercise scores zero.")
     else:
         steps, where, answers = plan(nb, sol["table"])
-        run = run_submission(steps, sol, sandbox, files=sibling_files(path.parent),
+        run = run_submission(steps, sol, sandbox, files=sibling_files(path.parent, private),
                              timeout=timeout, cell_timeout=cell_timeout, max_output=max_output)
         status = "graded"
         if run["timed_out"]:
@@ -848,8 +851,13 @@ def grade(paths, out, *, force=False, timeout=DEFAULT_TIMEOUT, cell_timeout=DEFA
     if box.kind == "none":
         preload.join()
     feedback_dir.mkdir(parents=True, exist_ok=True)
-    with _GradebookLock(out):
+    with _GradebookLock(out) as lock:
         _clean_stale_temporaries(out)
+        private = {out, lock.path}
+        if feedback_dir.is_dir():
+            private |= {p for p in feedback_dir.iterdir()
+                        if re.search(r"-[0-9a-f]{8}\.md$", p.name)}     # feedback_name()
+            private |= {feedback_dir / feedback_name(display_key(p)) for p in todo_paths}
         rows = {r["submission"]: r for r in read_gradebook(out)}
         todo = []
         for p in todo_paths:
@@ -867,7 +875,8 @@ def grade(paths, out, *, force=False, timeout=DEFAULT_TIMEOUT, cell_timeout=DEFA
             key = display_key(p)
             try:
                 res = grade_submission(p, sols, sandbox=box, timeout=timeout,
-                                       cell_timeout=cell_timeout, max_output=max_output)
+                                       cell_timeout=cell_timeout, max_output=max_output,
+                                       private=private)
             except Exception as e:  # noqa: BLE001 - one broken submission must not stop the rest
                 res = {"row": {"submission": key, "sha256": "", "assignment": "",
                                "sandbox": box.kind,
