@@ -142,6 +142,15 @@ def test_size_returns_the_largest_size_when_it_fits(capsys):
     assert "the largest size asked for" in capsys.readouterr().out
 
 
+def test_size_keeps_the_arrays_within_half_of_the_gpu_memory(capsys):
+    # 2^21 steps of 256 complex64 channels, a, b and x resident: 12.9 GB, more than half a T4.
+    kw = dict(cpu=2 ** 15, gpu=2 ** 21, seconds=10.0, bytes_per_item=16 * 256,
+              resident_bytes_per_item=3 * 8 * 256)
+    assert setup.size("L", profile=setup.T4, **kw) == 2 ** 20
+    assert "fit in half of the GPU's 16 GB" in capsys.readouterr().out
+    assert setup.size("L", profile=setup.H100, **kw) == 2 ** 21
+
+
 @pytest.mark.parametrize("kwargs,name", [(dict(cpu=0, gpu=8), "cpu"), (dict(cpu=8, gpu=2.5), "gpu"),
                                          (dict(cpu=8, gpu=8, seconds=0), "seconds")])
 def test_size_rejects_bad_arguments(kwargs, name):

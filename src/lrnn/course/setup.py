@@ -44,19 +44,20 @@ class GPUProfile:
     """What a GPU can do, as far as problem sizes are concerned (vendor specifications).
 
     ``bandwidth_gbs``: memory bandwidth in GB/s; ``fp32_tflops``: float32 throughput without
-    tensor cores, in TFLOP/s; ``sequential_step_s``: seconds per step of a sequential scan;
-    ``assumed``: True when the GPU was not recognised and a T4 (the slowest GPU students get)
-    is assumed instead."""
+    tensor cores, in TFLOP/s; ``memory_gb``: device memory in GB; ``sequential_step_s``: seconds
+    per step of a sequential scan; ``assumed``: True when the GPU was not recognised and a T4
+    (the slowest GPU students get) is assumed instead."""
     name: str
     bandwidth_gbs: float
     fp32_tflops: float
+    memory_gb: float = 16.0
     sequential_step_s: float = GPU_SEQUENTIAL_STEP_S
     assumed: bool = False
 
     def describe(self) -> str:
         step_us = self.sequential_step_s * 1e6
         what = (f"≈{self.bandwidth_gbs:,.0f} GB/s, ≈{self.fp32_tflops:g} TFLOP/s float32, "
-                f"≈{step_us:g} µs per sequential step")
+                f"{self.memory_gb:g} GB, ≈{step_us:g} µs per sequential step")
         if self.assumed:
             return f"{self.name}, not in the course's table: sized as a T4 ({what})"
         return f"{self.name} ({what})"
@@ -64,17 +65,17 @@ class GPUProfile:
 
 #: Substrings of ``device.device_kind`` (checked in this order) and their specifications.
 GPU_TABLE = (
-    ("H200", GPUProfile("H200", 4800, 67)),
-    ("H100 PCIe", GPUProfile("H100 PCIe", 2000, 51)),
-    ("H100", GPUProfile("H100", 3350, 67)),
-    ("A100-SXM4-80GB", GPUProfile("A100 80GB", 2039, 19.5)),
-    ("A100", GPUProfile("A100", 1555, 19.5)),
-    ("L40S", GPUProfile("L40S", 864, 91.6)),
-    ("A10G", GPUProfile("A10G", 600, 31.2)),
-    ("L4", GPUProfile("L4", 300, 30.3)),
-    ("V100", GPUProfile("V100", 900, 15.7)),
-    ("P100", GPUProfile("P100", 732, 9.3)),
-    ("T4", GPUProfile("T4", 320, 8.1)),
+    ("H200", GPUProfile("H200", 4800, 67, 141)),
+    ("H100 PCIe", GPUProfile("H100 PCIe", 2000, 51, 80)),
+    ("H100", GPUProfile("H100", 3350, 67, 80)),
+    ("A100-SXM4-80GB", GPUProfile("A100 80GB", 2039, 19.5, 80)),
+    ("A100", GPUProfile("A100", 1555, 19.5, 40)),
+    ("L40S", GPUProfile("L40S", 864, 91.6, 48)),
+    ("A10G", GPUProfile("A10G", 600, 31.2, 24)),
+    ("L4", GPUProfile("L4", 300, 30.3, 24)),
+    ("V100", GPUProfile("V100", 900, 15.7, 16)),
+    ("P100", GPUProfile("P100", 732, 9.3, 16)),
+    ("T4", GPUProfile("T4", 320, 8.1, 16)),
 )
 T4 = dict(GPU_TABLE)["T4"]
 H100 = dict(GPU_TABLE)["H100"]
@@ -210,13 +211,15 @@ def _seconds(s: float) -> str:
 
 def size(what: str, *, cpu: int, gpu: int, seconds: float = 1.0, bytes_per_item: float = 0.0,
          flops_per_item: float = 0.0, sequential_steps_per_item: float = 0.0,
-         profile: GPUProfile | None = None, quiet: bool = False) -> int:
+         resident_bytes_per_item: float = 0.0, profile: GPUProfile | None = None,
+         quiet: bool = False) -> int:
     """A problem size for this machine, printed with the reason.
 
     On a CPU: ``cpu`` (the notebook's CPU size, chosen to fit the CPU time budget).
     On a GPU: the largest of ``gpu, gpu // 2, gpu // 4, ...`` whose estimated time
-    (:func:`estimate_seconds` with the GPU's :func:`gpu_profile`) is at most ``seconds``; it
-    may be smaller than ``cpu`` (a sequential scan is slower per step on a GPU than on a CPU).
+    (:func:`estimate_seconds` with the GPU's :func:`gpu_profile`) is at most ``seconds`` and
+    whose arrays (``resident_bytes_per_item``) take at most half of the GPU's memory; it may be
+    smaller than ``cpu`` (a sequential scan is slower per step on a GPU than on a CPU).
 
     Args:
       what: the name printed, e.g. ``"longest sequence for the sequential scan"``.
@@ -229,6 +232,8 @@ def size(what: str, *, cpu: int, gpu: int, seconds: float = 1.0, bytes_per_item:
         E.g. a complex64 scan over ``L`` steps of ``N`` channels, sized in ``L``: 16·N bytes and
         one sequential step per time step for ``method="sequential"``, 16·N bytes and no
         sequential step for ``"associative"``.
+      resident_bytes_per_item: bytes held in GPU memory at once per unit of size (inputs,
+        outputs, temporaries), e.g. 3·8·N for a complex64 scan that keeps ``a``, ``b`` and ``x``.
       profile: the GPU to size for (default: this one, e.g. ``lrnn.setup.T4`` to check a T4).
 
     Returns the chosen size (an int).
@@ -245,8 +250,9 @@ def size(what: str, *, cpu: int, gpu: int, seconds: float = 1.0, bytes_per_item:
     p = profile or gpu_profile()
     cost = dict(bytes_per_item=bytes_per_item, flops_per_item=flops_per_item,
                 sequential_steps_per_item=sequential_steps_per_item, profile=p)
+    memory = 0.5 * p.memory_gb * 1e9
     n = gpu
-    while n > 1 and estimate_seconds(n, **cost) > seconds:
+    while n > 1 and (estimate_seconds(n, **cost) > seconds or n * resident_bytes_per_item > memory):
         n //= 2
     if not quiet:
         est = estimate_seconds(n, **cost)
@@ -257,6 +263,10 @@ def size(what: str, *, cpu: int, gpu: int, seconds: float = 1.0, bytes_per_item:
         main = max(parts, key=parts.get)
         why = (f"the largest size up to {gpu} estimated within {_seconds(seconds)}"
                if n < gpu else f"the largest size asked for, estimated within {_seconds(seconds)}")
+        if n < gpu and 2 * n * resident_bytes_per_item > memory \
+                and estimate_seconds(2 * n, **cost) <= seconds:
+            why = (f"the largest size up to {gpu} whose arrays fit in half of the GPU's "
+                   f"{p.memory_gb:g} GB")
         where = "GPU run on" if profile is None else "Sized for"
         print(f"{where} {p.describe()}: {what} = {n}, {why} "
               f"(estimate {_seconds(est)}, mostly {main}).")
