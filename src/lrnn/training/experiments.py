@@ -129,7 +129,7 @@ def run_one(suite_name: str, name: str, cfg: TrainConfig, out_dir: str, *, progr
     task = res["task"]
     record = {
         "suite": suite_name, "name": name, "command": command(cfg),
-        "config": dataclasses.asdict(cfg), "model_config": dataclasses.asdict(res["model_config"]),
+        "config": cfg.to_dict(), "model_config": dataclasses.asdict(res["model_config"]),
         "device": device_info(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "task": task.name, "metric": task.metric, "baseline": task.baseline,
         "n_params": res["n_params"], "wall_time_s": res["wall_time_s"],
