@@ -256,6 +256,19 @@ def test_float32_formulations_stay_close_to_float64(rng):
             np.testing.assert_allclose(g[k], g_ref[k], atol=1e-4 * scale, err_msg=f"{f} {k}")
 
 
+@pytest.mark.parametrize("backend", ["cpu", "gpu"])
+def test_W_of_the_dense_formulation_on_each_backend(rng, backend):
+    """On a CPU W is built reflection by reflection, on a GPU by the compact WY form: the same
+    matrix and the same gradients (float64)."""
+    p = random_params(rng, 2, 9, 9, u1=-0.5)
+    cols, sign = ornn._transition_parts(p)
+    W = ornn._form_W(cols, sign, backend)
+    np.testing.assert_allclose(W, transition_np(p["U"], -0.5), atol=1e-12)
+    g = jax.grad(lambda c: jnp.sum(ornn._form_W(c, sign, backend) ** 3))(cols)
+    g_ref = jax.grad(lambda c: jnp.sum(ornn._form_W(c, sign, "cpu") ** 3))(cols)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-10, atol=1e-12)
+
+
 def test_transition_matrix_is_eq_8(rng):
     for n, m in ((6, 3), (6, 6)):
         p = random_params(rng, 2, n, m, u1=-1.3)
@@ -265,24 +278,24 @@ def test_transition_matrix_is_eq_8(rng):
 
 
 def test_choose_formulation_and_auto(rng):
-    name, reason = ornn.choose_formulation(1, 128, 4, backend="cpu")
+    name, reason = ornn.choose_formulation(16, 128, 4, backend="cpu")
     assert name == "reflections" and "CPU" in reason
-    for args in ((64, 128, 4, "cpu"), (1, 128, 64, "cpu"), (1, 128, 4, "gpu"), (4, 128, 16, "tpu")):
+    for args in ((1, 128, 4, "cpu"), (64, 128, 16, "cpu"), (64, 128, 4, "gpu"), (4, 256, 1, "tpu")):
         name, reason = ornn.choose_formulation(*args)
         assert name == "dense" and reason
     assert ornn.choose_formulation(64, 128, 16)[0] == "dense"              # backend: the default
     # apply(..., "auto") follows the choice: only the dense formulation forms an (n, n) matrix.
-    n, m, d_in, L = 16, 2, 2, 3
+    n, m, d_in, L = 64, 2, 2, 3
     p = random_params(rng, d_in, n, m)
     x_one, x_many = rng.normal(size=(L, d_in)), rng.normal(size=(8, L, d_in))
     picks = {ornn.choose_formulation(1, n, m, backend="cpu")[0],
              ornn.choose_formulation(8, n, m, backend="cpu")[0]}
     assert picks == {"reflections", "dense"}
     if jax.default_backend() == "cpu":
-        assert not _forms_W(ornn.apply, p, x_one, n=n)
-        assert _forms_W(ornn.apply, p, x_many, n=n)
-    assert not _forms_W(lambda q, x: ornn.apply(q, x, formulation="reflections"), p, x_many, n=n)
-    assert _forms_W(lambda q, x: ornn.apply(q, x, formulation="dense"), p, x_one, n=n)
+        assert _forms_W(ornn.apply, p, x_one, n=n)
+        assert not _forms_W(ornn.apply, p, x_many, n=n)
+    assert not _forms_W(lambda q, x: ornn.apply(q, x, formulation="reflections"), p, x_one, n=n)
+    assert _forms_W(lambda q, x: ornn.apply(q, x, formulation="dense"), p, x_many, n=n)
 
 
 @pytest.mark.parametrize("m", [4, 16])
@@ -320,8 +333,12 @@ def test_W_stays_orthogonal_after_training(m):
     assert np.abs(U - U0).max() > 0.3                       # training really moved U
     with precision.tf32_emulated():
         for q in (params[0], p):
-            W = np.asarray(ornn.transition_matrix(q), np.float64)
-            assert np.linalg.norm(W.T @ W - np.eye(n), 2) < 1e-5
+            cols, sign = ornn._transition_parts(q)
+            for backend in ("cpu", "gpu"):                   # both builders of W
+                W = np.asarray(ornn._form_W(cols, sign, backend), np.float64)
+                assert np.linalg.norm(W.T @ W - np.eye(n), 2) < 1e-5, backend
+            np.testing.assert_array_equal(ornn.transition_matrix(q),
+                                          ornn._form_W(cols, sign))
         h = jnp.ones((1, n)) / 3
         W32 = ornn.transition_matrix(params[0])
         assert not np.array_equal(np.asarray(h @ W32), np.asarray(jnp.dot(

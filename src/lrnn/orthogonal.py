@@ -214,8 +214,9 @@ def reflect_identity(cols, u1=None):
     ``n`` vectors at once): ``k`` rank-one updates of an ``(n, n)`` matrix, O(n²·k), with
     full-float32 products (:data:`EXACT`). Differentiated by JAX. Pure: no checks, no mask.
 
-    Faster and closer to float64 (values and gradients) than the compact WY form
-    ``I - U T⁻¹ Uᵀ`` on a CPU (``python -m lrnn.bench layer`` and the oRNN tests)."""
+    Closer to float64 (values, orthogonality and gradients) than the compact WY form
+    ``I - U T⁻¹ Uᵀ`` (``compact_wy``), but ``k`` dependent steps instead of a few products
+    (``python -m lrnn.bench layer --construction`` measures both)."""
     n, k = cols.shape
     R = jnp.eye(n, dtype=cols.dtype)
     if u1 is not None:
@@ -263,7 +264,8 @@ def householder_product(U, u1_sign=None):
 def compact_wy(cols, u1=None):
     """``(I - U T⁻¹ Uᵀ) · H_1(u1)`` with ``T = striu(UᵀU) + ½ diag(UᵀU)`` (oRNN Prop. 1,
     eqs. 12–13) for reflection columns ``cols`` (no mask, no checks): one Gram matrix, one
-    triangular solve and one product. Pure."""
+    triangular solve and one product, so a few dependent steps for any ``k`` (what a GPU
+    wants), at a slightly larger float32 error than ``reflect_identity``. Pure."""
     n, k = cols.shape
     W = jnp.eye(n, dtype=cols.dtype)
     if k:

@@ -10,9 +10,10 @@ paper needed on the copying task (§5.5): each pair ``(z_{2i-1}, z_{2i})`` becom
 
 Two formulations compute the same states (``apply(..., formulation=...)``):
 
-* ``"dense"``: form ``W`` once per forward pass by applying the m reflections to the
-  identity (O(n²·m), one batched piece of work; gradients flow through it), then one
-  ``(batch, n) × (n, n)`` product per time step, like any RNN. On a GPU a step costs what
+* ``"dense"``: form ``W`` once per forward pass (on a CPU by applying the m reflections to
+  the identity, O(n²·m); on a GPU by the compact WY form ``I - U T⁻¹ Uᵀ`` of oRNN Prop. 1, a
+  few products; gradients flow through either), then one ``(batch, n) × (n, n)`` product per
+  time step, like any RNN. On a GPU a step costs what
   its kernel launches cost, not its multiply-adds, so this is the fast one there, and on a
   CPU for all but the smallest batches.
 * ``"reflections"``: never form ``W``; apply the m reflections to ``h`` at every step
@@ -44,16 +45,20 @@ import jax.numpy as jnp
 
 from .._validate import fail, require_choice, require_key, require_params, require_positive_int
 from .._validate import require_sequence
-from ..orthogonal import (check_reflections, eq9_mask, reflect_identity, reflect_vectors,
-                          reflection_columns, require_reflection_count)
+from ..orthogonal import (check_reflections, compact_wy, eq9_mask, reflect_identity,
+                          reflect_vectors, reflection_columns, require_reflection_count)
 
 FORMULATIONS = ("auto", "dense", "reflections")
 
-#: ``choose_formulation`` picks ``"reflections"`` on a CPU only when the batch is at most this
-#: and ``m`` at most ``n / REFLECTIONS_MAX_M_FRACTION``: the measured crossover (see
-#: ``python -m lrnn.bench layer``, batch sweep, and ``book/data/bench_layer_cpu.json``).
-REFLECTIONS_MAX_BATCH = 1
-REFLECTIONS_MAX_M_FRACTION = 8
+#: ``choose_formulation`` picks ``"reflections"`` on a CPU only when ``m <= n /
+#: REFLECTIONS_MAX_M_FRACTION`` and the batch holds at least REFLECTIONS_MIN_BATCH sequences:
+#: the crossover measured on a 2-core CPU (``python -m lrnn.bench layer``, its batch sweep, in
+#: ``book/data/bench_layer_cpu.json``). At batch 1 every step costs its fixed overhead, and the
+#: reflections pay it m times per step, the product once.
+REFLECTIONS_MAX_M_FRACTION = 32
+REFLECTIONS_MIN_BATCH = 2
+#: How the dense formulation forms W on each backend (see ``_form_W``); other backends: "wy".
+W_BUILDERS = {"cpu": "identity", "gpu": "wy"}
 
 
 def init(key, d_in: int, d_hidden: int, n_reflections: int | None = None, *,
@@ -137,6 +142,18 @@ def _transition_parts(params):
     return reflection_columns(U), sign
 
 
+def _form_W(cols, sign, backend=None):
+    """W for the dense formulation, built as :data:`W_BUILDERS` says for the backend. On a
+    CPU: the reflections applied to the identity one at a time (``reflect_identity``), the
+    closest to float64; its m dependent rank-one updates cost little there next to the scan
+    over time. On a GPU: the compact WY form ``I - U T⁻¹ Uᵀ`` (``compact_wy``, oRNN Prop. 1),
+    a Gram matrix, a triangular solve and a product, because there every dependent step costs
+    a kernel launch (``python -m lrnn.bench layer --construction`` measures both builders:
+    time, float32 error, orthogonality and gradient error against float64)."""
+    builder = W_BUILDERS.get(backend or jax.default_backend(), "wy")
+    return reflect_identity(cols, sign) if builder == "identity" else compact_wy(cols, sign)
+
+
 def _run_dense(W, drive, h0, phi):
     """``h_t = φ(W h_{t-1} + z_t)`` over time (axis -2 of ``drive``): one product per step."""
     W_t = W.T
@@ -211,13 +228,14 @@ def _dtype(params, *arrays):
 def transition_matrix(params) -> jax.Array:
     """The dense transition matrix ``W`` of shape ``(n, n)`` (oRNN eq. 8, times ``H_1`` of
     eq. 7 when ``m = n``), orthogonal for every parameter value (nonzero reflection vectors):
-    the matrix that ``apply(..., formulation="dense")`` forms once per forward pass, built by
-    applying the reflections to the identity (``lrnn.orthogonal.reflect_identity``, full
-    float32 precision). Differentiable with respect to ``U`` (and ``u1``, straight through)."""
+    the matrix that ``apply(..., formulation="dense")`` forms once per forward pass, at full
+    float32 precision (on a CPU the reflections applied to the identity, on a GPU the compact
+    WY form; see ``_form_W``). Differentiable with respect to ``U`` (and ``u1``, straight
+    through)."""
     _check_params(params)
     cols, sign = _transition_parts(params)
     dtype = _dtype(params)
-    return reflect_identity(cols.astype(dtype), None if sign is None else sign.astype(dtype))
+    return _form_W(cols.astype(dtype), None if sign is None else sign.astype(dtype))
 
 
 transition = transition_matrix          # the name of earlier versions
@@ -226,11 +244,14 @@ transition = transition_matrix          # the name of earlier versions
 def choose_formulation(batch: int, n: int, m: int, backend: str | None = None):
     """Which formulation ``apply(..., formulation="auto")`` uses, and why.
 
-    ``"reflections"`` only on a CPU with a batch of at most :data:`REFLECTIONS_MAX_BATCH`
-    sequence(s) and ``m <= n / REFLECTIONS_MAX_M_FRACTION``: there the m dependent O(n)
-    updates per step cost less than one ``(n, n)`` product. Everywhere else ``"dense"``: one
-    ``(batch, n) × (n, n)`` product per step, and ``W`` formed once per forward pass. On a
-    GPU every dependent operation costs a kernel launch, so ``"dense"`` always.
+    ``"reflections"`` only on a CPU, when ``m <= n / REFLECTIONS_MAX_M_FRACTION`` and the batch
+    holds at least :data:`REFLECTIONS_MIN_BATCH` sequences: there the m O(n) reflection
+    updates per step cost fewer multiply-adds than one ``(n, n)`` product, and the batch is
+    large enough for multiply-adds, not per-operation overhead, to set the time. Everywhere
+    else ``"dense"``: ``W`` formed once per forward pass and one ``(batch, n) × (n, n)``
+    product per step. On a GPU every dependent operation costs a kernel launch, so
+    ``"dense"`` always. (The paper's §6 expects its method to pay off for mini-batches near
+    1; measured here, batch 1 is where the m dependent updates per step cost the most.)
 
     Args:
       batch: number of sequences run together (the product of the leading dimensions).
@@ -240,16 +261,18 @@ def choose_formulation(batch: int, n: int, m: int, backend: str | None = None):
       ``(name, reason)``: ``"dense"`` or ``"reflections"`` and one sentence.
     """
     backend = backend or jax.default_backend()
-    if (backend == "cpu" and batch <= REFLECTIONS_MAX_BATCH
-            and m * REFLECTIONS_MAX_M_FRACTION <= n):
-        return "reflections", (f"CPU, batch {batch} <= {REFLECTIONS_MAX_BATCH} and m = {m} <= "
-                               f"n/{REFLECTIONS_MAX_M_FRACTION}: m O(n) reflections per step "
-                               f"cost less than one (n, n) product")
     if backend != "cpu":
         return "dense", (f"{backend}: one (batch, n) x (n, n) product per step; each of the "
                          f"m = {m} dependent reflection updates would cost a kernel launch")
-    return "dense", (f"CPU, batch {batch}, n = {n}, m = {m}: one (batch, n) x (n, n) product "
-                     "per step is cheaper than m dependent reflection updates")
+    small_m = m * REFLECTIONS_MAX_M_FRACTION <= n
+    if small_m and batch >= REFLECTIONS_MIN_BATCH:
+        return "reflections", (f"CPU, m = {m} <= n/{REFLECTIONS_MAX_M_FRACTION} and batch "
+                               f"{batch} >= {REFLECTIONS_MIN_BATCH}: m O(n) reflection updates "
+                               "per step cost less than one (n, n) product")
+    why = (f"batch {batch} < {REFLECTIONS_MIN_BATCH}: per-operation overhead dominates, and the "
+           "reflections pay it m times per step" if small_m else
+           f"m = {m} > n/{REFLECTIONS_MAX_M_FRACTION} = {n / REFLECTIONS_MAX_M_FRACTION:g}")
+    return "dense", f"CPU, n = {n}, m = {m}: one (n, n) product per step is cheaper ({why})"
 
 
 def step(params, h, x_t, *, activation: str = "leaky_relu"):
@@ -312,7 +335,7 @@ def apply(params, u, *, formulation: str = "auto", activation: str = "leaky_relu
     h0 = jnp.asarray(params["h0"]).astype(dtype) if "h0" in params else jnp.zeros((n,), dtype)
     h0 = jnp.broadcast_to(h0, u.shape[:-2] + (n,))
     if formulation == "dense":
-        return _run_dense(reflect_identity(cols, sign), drive, h0, phi)
+        return _run_dense(_form_W(cols, sign), drive, h0, phi)
     return _run_reflections(cols, sign, drive, h0, phi)
 
 
