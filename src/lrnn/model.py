@@ -59,10 +59,10 @@ class ModelConfig:
     d_output: int = _f(1, "outputs per sequence (or per step with pool 'none')")
     d_input: int | None = _f(1, "real input channels (None for token inputs)")
     vocab_size: int | None = _f(None, "number of distinct tokens (None for real inputs)")
+    depth: int = _f(2, "number of residual blocks")
     d_model: int = _f(64, "model width H")
     d_state: int = _f(64, "LRU states N / RotRNN total state / hidden size of oRNN, "
                           "(Rot)LSTM, (Rot)GRU")
-    depth: int = _f(2, "number of residual blocks")
     n_heads: int = _f(8, "RotRNN heads (d_state must be n_heads times an even number)")
     n_reflections: int | None = _f(None, "oRNN Householder reflections m (default d_state)")
     norm: str = _f("layer", "normalisation in each block: layer or batch")
