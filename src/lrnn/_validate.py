@@ -16,7 +16,9 @@ def describe_value(x) -> str:
         return f"an array of shape {tuple(shape)} and dtype {getattr(x, 'dtype', '?')}"
     if isinstance(x, dict):
         return f"a dict with keys {sorted(map(str, x))}"
-    text = repr(x)
+    if isinstance(x, (list, tuple)) and any(hasattr(v, "shape") for v in x):
+        return f"a {type(x).__name__} of {len(x)} arrays"
+    text = " ".join(repr(x).split())
     return text if len(text) <= 120 else text[:117] + "..."
 
 
@@ -70,12 +72,17 @@ def require_real(name: str, value) -> float:
 def as_real_array(name: str, x, layout: str):
     """``x`` as a real JAX array: floats as they are, integers converted to the default float
     type; complex, boolean and non-numeric data (and ragged lists) raise a ValueError."""
+    import jax
     import jax.numpy as jnp
 
-    try:
-        arr = jnp.asarray(x)
-    except (TypeError, ValueError):
-        fail(name, x, f"a real numeric array laid out as {layout}")
+    if not isinstance(x, jax.Array):              # NumPy first: it names what it cannot read
+        try:
+            x = np.asarray(x)
+        except (TypeError, ValueError):
+            fail(name, x, f"a real numeric array laid out as {layout}")
+        if x.dtype == object or not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_):
+            fail(name, x, f"a real numeric array laid out as {layout}")
+    arr = jnp.asarray(x)
     if jnp.issubdtype(arr.dtype, jnp.complexfloating):
         fail(name, arr, f"a real array laid out as {layout} (not complex)")
     if arr.dtype == jnp.bool_ or not jnp.issubdtype(arr.dtype, jnp.number):
