@@ -403,7 +403,7 @@ def test_errors_name_the_argument(rng):
         ornn.step(p, np.zeros(3), np.zeros(2))
     with pytest.raises(ValueError, match="`x_t`.*batch"):
         ornn.step(p, np.zeros((2, 4)), np.zeros((3, 2)))
-    with pytest.raises(ValueError, match="`params\\['U'\\]`.*at most n = 4"):
+    with pytest.raises(ValueError, match="`params\\['U'\\] \\(its columns\\)`: got 5.*m <= n = 4"):
         ornn.apply({**p, "U": rng.normal(size=(4, 5))}, rng.normal(size=(5, 2)))
     with pytest.raises(ValueError, match="`params`.*'u1'"):
         ornn.apply({**p, "U": rng.normal(size=(4, 4))}, rng.normal(size=(5, 2)))

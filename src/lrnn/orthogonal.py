@@ -176,8 +176,7 @@ def check_reflections(U, u1_sign, name="U"):
     if U.ndim != 2 or U.shape[0] < 1 or U.shape[1] < 1:
         fail(name, U, "a matrix of shape (n, m) of reflection vectors laid out as oRNN eq. 9")
     n, m = U.shape
-    if m > n:
-        fail(name, U, f"at most n = {n} columns (m <= n reflection vectors, oRNN eq. 8)")
+    require_reflection_count(f"{name} (its columns)", m, n)
     if m == n:
         if u1_sign is None:
             fail("u1_sign", u1_sign, "a scalar ±1 when U has m = n columns (the factor "

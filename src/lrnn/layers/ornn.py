@@ -188,8 +188,7 @@ def _check_params(params):
     if jnp.ndim(U) != 2:
         fail("params['U']", U, "shape (n, m) (oRNN eq. 9)")
     n, m = jnp.shape(U)
-    if m > n:
-        fail("params['U']", U, f"at most n = {n} columns (m <= n, oRNN eq. 8)")
+    require_reflection_count("params['U'] (its columns)", m, n)
     if m == n:
         if "u1" not in params:
             require_params("params", params, ("u1",), "lrnn.ornn.init, with m = n reflections")
