@@ -278,24 +278,24 @@ def test_transition_matrix_is_eq_8(rng):
 
 
 def test_choose_formulation_and_auto(rng):
-    name, reason = ornn.choose_formulation(16, 128, 4, backend="cpu")
-    assert name == "reflections" and "CPU" in reason
-    for args in ((1, 128, 4, "cpu"), (64, 128, 16, "cpu"), (64, 128, 4, "gpu"), (4, 256, 1, "tpu")):
+    for batch in (1, 16, 64):
+        name, reason = ornn.choose_formulation(batch, 128, 4, backend="cpu")
+        assert name == "reflections" and "CPU" in reason
+    assert ornn.choose_formulation(4, 256, 16, backend="cpu")[0] == "reflections"
+    for args in ((1, 128, 5, "cpu"), (64, 128, 16, "cpu"), (1, 256, 17, "cpu"),
+                 (64, 128, 4, "gpu"), (4, 256, 1, "tpu")):
         name, reason = ornn.choose_formulation(*args)
         assert name == "dense" and reason
     assert ornn.choose_formulation(64, 128, 16)[0] == "dense"              # backend: the default
     # apply(..., "auto") follows the choice: only the dense formulation forms an (n, n) matrix.
-    n, m, d_in, L = 64, 2, 2, 3
-    p = random_params(rng, d_in, n, m)
-    x_one, x_many = rng.normal(size=(L, d_in)), rng.normal(size=(8, L, d_in))
-    picks = {ornn.choose_formulation(1, n, m, backend="cpu")[0],
-             ornn.choose_formulation(8, n, m, backend="cpu")[0]}
-    assert picks == {"reflections", "dense"}
+    n, d_in, L = 128, 2, 3
+    small, large = random_params(rng, d_in, n, 4), random_params(rng, d_in, n, 8)
+    x = rng.normal(size=(2, L, d_in))
     if jax.default_backend() == "cpu":
-        assert _forms_W(ornn.apply, p, x_one, n=n)
-        assert not _forms_W(ornn.apply, p, x_many, n=n)
-    assert not _forms_W(lambda q, x: ornn.apply(q, x, formulation="reflections"), p, x_one, n=n)
-    assert _forms_W(lambda q, x: ornn.apply(q, x, formulation="dense"), p, x_many, n=n)
+        assert not _forms_W(ornn.apply, small, x, n=n)
+        assert _forms_W(ornn.apply, large, x, n=n)
+    assert not _forms_W(lambda q, x: ornn.apply(q, x, formulation="reflections"), large, x, n=n)
+    assert _forms_W(lambda q, x: ornn.apply(q, x, formulation="dense"), small, x, n=n)
 
 
 @pytest.mark.parametrize("m", [4, 16])

@@ -50,13 +50,12 @@ from ..orthogonal import (check_reflections, compact_wy, eq9_mask, reflect_ident
 
 FORMULATIONS = ("auto", "dense", "reflections")
 
-#: ``choose_formulation`` picks ``"reflections"`` on a CPU only when ``m <= n /
-#: REFLECTIONS_MAX_M_FRACTION`` and the batch holds at least REFLECTIONS_MIN_BATCH sequences:
-#: the crossover measured on a 2-core CPU (``python -m lrnn.bench layer``, its batch sweep, in
-#: ``book/data/bench_layer_cpu.json``). At batch 1 every step costs its fixed overhead, and the
-#: reflections pay it m times per step, the product once.
-REFLECTIONS_MAX_M_FRACTION = 32
-REFLECTIONS_MIN_BATCH = 2
+#: ``choose_formulation`` picks ``"reflections"`` on a CPU only when ``m <= (n /
+#: REFLECTIONS_SCALE)²`` (n = 128: m <= 4; n = 256: m <= 16): the crossover measured on a
+#: 2-core CPU, where one step of the dense formulation costs about n² multiply-adds per
+#: sequence and one of the reflections m passes of O(n) plus m operations' fixed overhead
+#: (``python -m lrnn.bench layer``, its oRNN batch sweep; ``book/data/bench_layer_cpu.json``).
+REFLECTIONS_SCALE = 64
 #: How the dense formulation forms W on each backend (see ``_form_W``); other backends: "wy".
 W_BUILDERS = {"cpu": "identity", "gpu": "wy"}
 
@@ -243,17 +242,17 @@ transition = transition_matrix          # the name of earlier versions
 def choose_formulation(batch: int, n: int, m: int, backend: str | None = None):
     """Which formulation ``apply(..., formulation="auto")`` uses, and why.
 
-    ``"reflections"`` only on a CPU, when ``m <= n / REFLECTIONS_MAX_M_FRACTION`` and the batch
-    holds at least :data:`REFLECTIONS_MIN_BATCH` sequences: there the m O(n) reflection
-    updates per step cost fewer multiply-adds than one ``(n, n)`` product, and the batch is
-    large enough for multiply-adds, not per-operation overhead, to set the time. Everywhere
-    else ``"dense"``: ``W`` formed once per forward pass and one ``(batch, n) × (n, n)``
-    product per step. On a GPU every dependent operation costs a kernel launch, so
-    ``"dense"`` always. (The paper's §6 expects its method to pay off for mini-batches near
-    1; measured here, batch 1 is where the m dependent updates per step cost the most.)
+    ``"reflections"`` only on a CPU, when ``m <= (n / REFLECTIONS_SCALE)²``: there the m
+    reflection passes of O(n) per step, each with its fixed cost, are cheaper than one
+    ``(n, n)`` product. Everywhere else ``"dense"``: ``W`` formed once per forward pass and one
+    ``(batch, n) × (n, n)`` product per step. On a GPU every dependent operation costs a
+    kernel launch, so ``"dense"`` always. The batch hardly moves the CPU crossover (both
+    costs grow with it); the paper's §6 remark that its method pays off for mini-batches near
+    1 compares it with methods that spend O(n³) per sequence, not with a product per step.
 
     Args:
-      batch: number of sequences run together (the product of the leading dimensions).
+      batch: number of sequences run together (the product of the leading dimensions); kept
+        in the reason, it does not change the choice.
       n, m: hidden size and number of reflections.
       backend: ``"cpu"``, ``"gpu"``, ``"tpu"``; default ``jax.default_backend()``.
     Returns:
@@ -261,17 +260,16 @@ def choose_formulation(batch: int, n: int, m: int, backend: str | None = None):
     """
     backend = backend or jax.default_backend()
     if backend != "cpu":
-        return "dense", (f"{backend}: one (batch, n) x (n, n) product per step; each of the "
-                         f"m = {m} dependent reflection updates would cost a kernel launch")
-    small_m = m * REFLECTIONS_MAX_M_FRACTION <= n
-    if small_m and batch >= REFLECTIONS_MIN_BATCH:
-        return "reflections", (f"CPU, m = {m} <= n/{REFLECTIONS_MAX_M_FRACTION} and batch "
-                               f"{batch} >= {REFLECTIONS_MIN_BATCH}: m O(n) reflection updates "
-                               "per step cost less than one (n, n) product")
-    why = (f"batch {batch} < {REFLECTIONS_MIN_BATCH}: per-operation overhead dominates, and the "
-           "reflections pay it m times per step" if small_m else
-           f"m = {m} > n/{REFLECTIONS_MAX_M_FRACTION} = {n / REFLECTIONS_MAX_M_FRACTION:g}")
-    return "dense", f"CPU, n = {n}, m = {m}: one (n, n) product per step is cheaper ({why})"
+        return "dense", (f"{backend}, batch {batch}: one (batch, n) x (n, n) product per step; "
+                         f"each of the m = {m} dependent reflection updates would cost a kernel "
+                         "launch")
+    limit = (n / REFLECTIONS_SCALE) ** 2
+    if m <= limit:
+        return "reflections", (f"CPU, batch {batch}, m = {m} <= (n/{REFLECTIONS_SCALE})² = "
+                               f"{limit:g}: m O(n) reflection passes per step cost less than "
+                               "one (n, n) product")
+    return "dense", (f"CPU, batch {batch}, m = {m} > (n/{REFLECTIONS_SCALE})² = {limit:g}: one "
+                     "(n, n) product per step is cheaper than m dependent reflection passes")
 
 
 def step(params, h, x_t, *, activation: str = "leaky_relu"):

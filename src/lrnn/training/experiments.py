@@ -148,9 +148,22 @@ def command(cfg: TrainConfig) -> str:
     return " ".join(["python -m lrnn.train", *config_to_argv(cfg)])
 
 
-def run_one(suite_name: str, name: str, cfg: TrainConfig, out_dir: str, *, progress=True) -> dict:
-    """Train one configuration and write ``out_dir/<suite>__<name>.json``; returns the record."""
-    res = train(cfg, progress=progress)
+def run_one(suite_name: str, name: str, cfg: TrainConfig, out_dir: str, *, progress=True,
+            checkpoint_dir: str | None = None) -> dict:
+    """Train one configuration and write ``out_dir/<suite>__<name>.json``; returns the record.
+
+    With ``checkpoint_dir`` the run checkpoints at every evaluation to
+    ``checkpoint_dir/<suite>__<name>.npz`` and resumes from there when started again, so a
+    long run can be split over several sessions (e.g. ``timeout 590 python -m
+    lrnn.experiments run ... --checkpoint-dir ckpt``, repeated until its JSON appears). The
+    record then says ``"resumed": true`` and its ``wall_time_s`` covers the last session."""
+    trained = cfg
+    if checkpoint_dir is not None:
+        os.makedirs(checkpoint_dir, exist_ok=True)
+        trained = dataclasses.replace(
+            cfg, checkpoint=os.path.join(checkpoint_dir, f"{suite_name}__{name}.npz"),
+            checkpoint_every=cfg.eval_every)
+    res = train(trained, progress=progress)
     task = res["task"]
     record = {
         "suite": suite_name, "name": name, "command": command(cfg),
@@ -159,7 +172,7 @@ def run_one(suite_name: str, name: str, cfg: TrainConfig, out_dir: str, *, progr
         "task": task.name, "metric": task.metric, "baseline": task.baseline,
         "n_params": res["n_params"], "wall_time_s": res["wall_time_s"],
         "time_per_step_s": res["time_per_step_s"], "final": res["final"], "best": res["best"],
-        "curves": res["history"],
+        "curves": res["history"], "resumed": res["steps_run"] < cfg.steps,
     }
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, f"{suite_name}__{name}.json")
@@ -168,8 +181,10 @@ def run_one(suite_name: str, name: str, cfg: TrainConfig, out_dir: str, *, progr
     return record
 
 
-def run(suite_name: str, out_dir: str, *, only=None, progress=True) -> list:
-    """Run (a subset ``only`` of) a suite, one JSON per run; returns the records."""
+def run(suite_name: str, out_dir: str, *, only=None, progress=True,
+        checkpoint_dir: str | None = None) -> list:
+    """Run (a subset ``only`` of) a suite, one JSON per run; returns the records
+    (``checkpoint_dir``: see :func:`run_one`)."""
     runs = suite(suite_name)
     if only is not None and not list(only):
         fail("only", only, f"at least one run name of {suite_name!r} (None runs the whole suite)")
@@ -177,7 +192,8 @@ def run(suite_name: str, out_dir: str, *, only=None, progress=True) -> list:
     for n in names:
         if n not in runs:
             raise ValueError(f"`only`: got {n!r}, expected run names of {suite_name!r}: {list(runs)}.")
-    return [run_one(suite_name, n, runs[n], out_dir, progress=progress) for n in names]
+    return [run_one(suite_name, n, runs[n], out_dir, progress=progress,
+                    checkpoint_dir=checkpoint_dir) for n in names]
 
 
 def load_results(path_or_dir: str) -> list:
@@ -319,6 +335,9 @@ def main(argv=None):
     r.add_argument("--only", nargs="+", default=None, metavar="NAME",
                    help="run only these run names (at least one)")
     r.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    r.add_argument("--checkpoint-dir", default=None,
+                   help="checkpoint every run here at each evaluation and resume from it when "
+                        "started again (to split long runs over several sessions)")
     args = p.parse_args(argv)
     if args.cmd == "list":
         for name, (fn, desc) in SUITES.items():
@@ -342,7 +361,8 @@ def main(argv=None):
         p.error(f"--only: {unknown} are not runs of {args.suite!r} (see `python -m "
                 f"lrnn.experiments list`)")
     try:
-        records = run(args.suite, args.out, only=args.only, progress=not args.no_progress)
+        records = run(args.suite, args.out, only=args.only, progress=not args.no_progress,
+                      checkpoint_dir=args.checkpoint_dir)
     except TrainingDiverged as err:
         raise SystemExit(f"python -m lrnn.experiments: error: {err}")
     for rec in records:
