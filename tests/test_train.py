@@ -288,3 +288,22 @@ def test_every_gpu_target_config_builds_and_runs(name):
     out, _ = model.apply(params, state, x, dataclasses.replace(mcfg, scan_method="sequential"))
     expected = (2, 32, task.d_output) if mcfg.pool == "none" else (2, task.d_output)
     assert out.shape == expected and bool(jnp.all(jnp.isfinite(out)))
+
+
+def test_experiments_resume_a_run_split_over_sessions(tmp_path):
+    """``--checkpoint-dir``: a run interrupted after 2 of its 4 steps ends, when started again,
+    with the record of the uninterrupted run (same curves, config and command)."""
+    import dataclasses
+    cfg = experiments.suite("smoke")["smoke-lru"]
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    first = dataclasses.replace(cfg, checkpoint=str(ck / "smoke__smoke-lru.npz"),
+                                checkpoint_every=cfg.eval_every)
+    train.train(first, progress=False, stop_after=2)                 # the first session
+    resumed = experiments.run("smoke", str(tmp_path / "a"), only=["smoke-lru"],
+                              checkpoint_dir=str(ck), progress=False)[0]
+    straight = experiments.run("smoke", str(tmp_path / "b"), only=["smoke-lru"],
+                               progress=False)[0]
+    assert resumed["resumed"] and not straight["resumed"]
+    for key in ("curves", "config", "command", "final", "best"):
+        assert resumed[key] == straight[key], key
