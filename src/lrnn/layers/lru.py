@@ -34,6 +34,7 @@ from .._validate import (fail, require_key, require_params, require_positive_int
                         require_sequence)
 from ..scan import linear_scan
 
+
 def _check_ring(r_min, r_max):
     r_min = require_real("r_min", r_min)
     r_max = require_real("r_max", r_max)

@@ -39,12 +39,12 @@ import math
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from .._validate import (fail, require_key, require_params, require_positive_int, require_real,
                         require_sequence)
 from ..orthogonal import block_rotation, skew_expm
 from ..scan import rotation_scan
+
 
 def head_size(d_state, n_heads) -> int:
     """``n = d_state / n_heads``, checked to be an even integer (pairs of rotated coordinates)."""

@@ -349,10 +349,11 @@ def _float64():
 
 
 def w_construction(device, *, n=128, ms=None, repeats=5, seed=0):
-    """Both ways of forming W in float32 (``orthogonal.reflect_identity``: the m reflections
-    applied to the identity one at a time, used on a CPU; ``orthogonal.compact_wy``:
-    ``I - U T⁻¹ Uᵀ``, oRNN Prop. 1, used on a GPU), against float64: max |W - W64|, ‖WᵀW - I‖₂, and the relative max error of the gradient of
-    ``sum(sin(W R))`` with respect to ``U``; plus forward and forward+backward times."""
+    """Both ways of forming W in float32, against float64: ``orthogonal.reflect_identity``
+    (the m reflections applied to the identity one at a time, used on a CPU) and
+    ``orthogonal.compact_wy`` (``I - U T⁻¹ Uᵀ``, oRNN Prop. 1, used on a GPU). Reports
+    max |W - W64|, ‖WᵀW - I‖₂, the relative max error of the gradient of ``sum(sin(W R))``
+    with respect to ``U``, and forward and forward+backward times."""
     rng = np.random.default_rng(seed)
     builders = {"reflect_identity": orthogonal.reflect_identity,
                 "compact_wy": orthogonal.compact_wy}
