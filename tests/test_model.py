@@ -1,6 +1,4 @@
 """The deep model (LRU Fig. 1 / RotRNN Fig. 2) against a NumPy transcription, and its sizes."""
-import math
-
 import jax
 import jax.numpy as jnp
 import numpy as np

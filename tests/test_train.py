@@ -1,13 +1,14 @@
 """Training: a real learning test, exact resumption, the optimiser's groups, the CLI."""
+import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
 
 from lrnn import experiments, model, train
@@ -118,15 +119,70 @@ def test_config_rejects_bad_arguments(kw, name):
         train.TrainConfig(**kw)
 
 
-def test_cli_help_explains_every_flag():
+#: The flags of ``python -m lrnn.train`` before the configuration was nested (issue 11): they
+#: must all stay, with their types and defaults. NEW_FLAGS were added since.
+OLD_FLAGS = {
+    "task": "adding", "seq_len": None, "copy_k": 10, "n_train": None, "listops_depth": 10,
+    "n_test": 1000, "model": "lru", "depth": 2, "d_model": 64, "d_state": 64, "n_heads": 8,
+    "n_reflections": None, "norm": "layer", "pool": None, "dropout": 0.0,
+    "bidirectional": False, "r_min": 0.0, "r_max": 1.0, "max_phase": 2 * np.pi,
+    "gamma_min": 0.9, "gamma_max": 0.999, "scan_method": "auto", "steps": 1000,
+    "batch_size": 32, "lr": 1e-3, "lr_factor": 1.0, "weight_decay": 0.05, "warmup_frac": 0.1,
+    "clip": None, "eval_every": 100, "eval_batch": 250, "seed": 0, "checkpoint": None,
+    "checkpoint_every": 0, "out": None}
+NEW_FLAGS = {"formulation": "auto", "activation": "leaky_relu"}
+#: A value other than the default for every flag (a valid configuration as a whole).
+OTHER_VALUES = {
+    "task": "copying", "seq_len": 7, "copy_k": 3, "n_train": 50, "listops_depth": 4,
+    "n_test": 12, "model": "ornn", "depth": 3, "d_model": 16, "d_state": 8, "n_heads": 2,
+    "n_reflections": 4, "norm": "batch", "pool": "last", "dropout": 0.25,
+    "bidirectional": False, "r_min": 0.5, "r_max": 0.9, "max_phase": 0.5,
+    "gamma_min": 0.8, "gamma_max": 0.95, "scan_method": "sequential", "steps": 7,
+    "batch_size": 5, "lr": 0.02, "lr_factor": 0.5, "weight_decay": 0.0, "warmup_frac": 0.2,
+    "clip": 2.0, "eval_every": 3, "eval_batch": 9, "seed": 4, "checkpoint": "c.npz",
+    "checkpoint_every": 2, "out": "h.json", "formulation": "dense", "activation": "oplu"}
+
+
+def test_cli_flags_are_the_same_and_each_lands_in_the_config():
     out = subprocess.run([sys.executable, "-m", "lrnn.train", "--help"], capture_output=True,
                          text=True, check=True).stdout
-    for f in train.TrainConfig.__dataclass_fields__:
-        assert "--" + f.replace("_", "-") in out
+    listed = set(re.findall(r"^  (--[a-z0-9-]+)", out, flags=re.M)) - {"--help", "--no-progress"}
+    assert listed == {"--" + f.replace("_", "-") for f in {**OLD_FLAGS, **NEW_FLAGS}}
+    parser = train.build_parser()
+    defaults = train.config_from_args(parser.parse_args([]))
+    assert defaults == train.TrainConfig()
+    assert defaults.to_dict() == pytest.approx({**OLD_FLAGS, **NEW_FLAGS})
+    argv = []
+    for name, value in OTHER_VALUES.items():
+        flag = "--" + name.replace("_", "-")
+        argv += [flag] if value is True else [] if value is False else [flag, str(value)]
+    cfg = train.config_from_args(parser.parse_args(argv))
+    assert cfg.to_dict() == OTHER_VALUES
+    assert cfg.network.layer == "ornn" and cfg.network.n_reflections == 4 and cfg.model == "ornn"
+    assert train.config_from_args(parser.parse_args(train.config_to_argv(cfg))) == cfg
+    flipped = train.config_from_args(parser.parse_args(["--model", "lru", "--bidirectional"]))
+    assert flipped.bidirectional is True and flipped.network.bidirectional is True
+
+
+def test_config_nests_one_model_config():
     cfg = train.TrainConfig(task="copying", seq_len=500, model="rotrnn", bidirectional=True,
-                            clip=1.0, pool="mean")
+                            clip=1.0, pool="mean", d_state=16, n_heads=2)
+    assert isinstance(cfg.network, model.ModelConfig)
+    assert (cfg.network.layer, cfg.network.d_state, cfg.d_state) == ("rotrnn", 16, 16)
+    assert not {f.name for f in dataclasses.fields(train.TrainConfig)} & (
+        {f.name for f in dataclasses.fields(model.ModelConfig)} - set(train.TASK_FIELDS))
+    replaced = dataclasses.replace(cfg, seed=3, d_state=32)
+    assert (replaced.seed, replaced.d_state, replaced.n_heads) == (3, 32, 2)
+    task = train.load_task(dataclasses.replace(cfg, n_test=4))
+    mcfg = train.model_config(cfg, task)
+    assert mcfg == dataclasses.replace(cfg.network, d_input=None, vocab_size=task.vocab_size,
+                                       d_output=task.d_output, pool="mean")
     args = train.build_parser().parse_args(train.config_to_argv(cfg))
     assert train.config_from_args(args) == cfg
+    with pytest.raises(TypeError, match="d_statee"):
+        train.TrainConfig(d_statee=3)
+    with pytest.raises(ValueError, match="`model`.*'transformer'.*'rotgru'"):
+        train.TrainConfig(model="transformer")
 
 
 def test_experiments_list_and_one_stored_run(tmp_path):
@@ -231,3 +287,22 @@ def test_every_gpu_target_config_builds_and_runs(name):
     out, _ = model.apply(params, state, x, dataclasses.replace(mcfg, scan_method="sequential"))
     expected = (2, 32, task.d_output) if mcfg.pool == "none" else (2, task.d_output)
     assert out.shape == expected and bool(jnp.all(jnp.isfinite(out)))
+
+
+def test_experiments_resume_a_run_split_over_sessions(tmp_path):
+    """``--checkpoint-dir``: a run interrupted after 2 of its 4 steps ends, when started again,
+    with the record of the uninterrupted run (same curves, config and command)."""
+    import dataclasses
+    cfg = experiments.suite("smoke")["smoke-lru"]
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    first = dataclasses.replace(cfg, checkpoint=str(ck / "smoke__smoke-lru.npz"),
+                                checkpoint_every=cfg.eval_every)
+    train.train(first, progress=False, stop_after=2)                 # the first session
+    resumed = experiments.run("smoke", str(tmp_path / "a"), only=["smoke-lru"],
+                              checkpoint_dir=str(ck), progress=False)[0]
+    straight = experiments.run("smoke", str(tmp_path / "b"), only=["smoke-lru"],
+                               progress=False)[0]
+    assert resumed["resumed"] and not straight["resumed"]
+    for key in ("curves", "config", "command", "final", "best"):
+        assert resumed[key] == straight[key], key

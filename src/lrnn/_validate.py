@@ -9,11 +9,17 @@ import numpy as np
 
 
 def describe_value(x) -> str:
-    """A short description of ``x`` for error messages: shape and dtype for arrays."""
+    """A short description of ``x`` for error messages: shape and dtype for arrays, the keys
+    of a dict, and at most 120 characters of any other ``repr``."""
     shape = getattr(x, "shape", None)
     if shape is not None:
         return f"an array of shape {tuple(shape)} and dtype {getattr(x, 'dtype', '?')}"
-    return repr(x)
+    if isinstance(x, dict):
+        return f"a dict with keys {sorted(map(str, x))}"
+    if isinstance(x, (list, tuple)) and any(hasattr(v, "shape") for v in x):
+        return f"a {type(x).__name__} of {len(x)} arrays"
+    text = " ".join(repr(x).split())
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def fail(name: str, value, expected: str):
@@ -63,17 +69,72 @@ def require_real(name: str, value) -> float:
     return float(value)
 
 
-def require_sequence(name: str, u, features: int, feature_name: str = "d_model"):
-    """A real input sequence of shape ``(..., L, features)`` with ``L >= 1``, as a JAX array."""
+def as_real_array(name: str, x, layout: str):
+    """``x`` as a real JAX array: floats as they are, integers converted to the default float
+    type; complex, boolean and non-numeric data (and ragged lists) raise a ValueError."""
+    import jax
     import jax.numpy as jnp
 
-    u = jnp.asarray(u)
+    if not isinstance(x, jax.Array):              # NumPy first: it names what it cannot read
+        try:
+            x = np.asarray(x)
+        except (TypeError, ValueError):
+            fail(name, x, f"a real numeric array laid out as {layout}")
+        if x.dtype == object or not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_):
+            fail(name, x, f"a real numeric array laid out as {layout}")
+    arr = jnp.asarray(x)
+    if jnp.issubdtype(arr.dtype, jnp.complexfloating):
+        fail(name, arr, f"a real array laid out as {layout} (not complex)")
+    if arr.dtype == jnp.bool_ or not jnp.issubdtype(arr.dtype, jnp.number):
+        fail(name, arr, f"a real numeric array laid out as {layout}")
+    if jnp.issubdtype(arr.dtype, jnp.integer):
+        arr = arr.astype(jnp.result_type(float))
+    return arr
+
+
+def require_sequence(name: str, u, features: int, feature_name: str = "d_model"):
+    """A real input sequence of shape ``(..., L, features)`` with ``L >= 1``, as a JAX array
+    (integers converted to floats, see :func:`as_real_array`)."""
     layout = f"(..., L, {feature_name})"
+    u = as_real_array(name, u, layout)
     require_ndim_at_least(name, u, 2, layout)
     if u.shape[-1] != features:
         fail(name, u, f"a last dimension of size {feature_name} = {features}, laid out as {layout}")
     if u.shape[-2] == 0:
         fail(name, u, "at least one time step on axis -2 (L >= 1)")
-    if jnp.iscomplexobj(u):
-        fail(name, u, "a real array")
     return u
+
+
+def require_key(name: str, key):
+    """A ``jax.random`` key: ``jax.random.key(0)`` (typed, shape ``()``) or
+    ``jax.random.PRNGKey(0)`` (raw ``uint32`` key data of shape ``(2,)``)."""
+    import jax
+
+    dtype = getattr(key, "dtype", None)
+    if dtype is not None:
+        if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key) and np.shape(key) == ():
+            return
+        if dtype == np.uint32 and np.ndim(key) == 1 and np.shape(key)[0] >= 2:
+            return
+    fail(name, key, "a PRNG key such as jax.random.PRNGKey(0) or jax.random.key(0)")
+
+
+def require_params(name: str, params, keys, origin: str):
+    """``params`` is a dict holding every name in ``keys`` (``origin``: where such a dict
+    comes from, e.g. ``"lrnn.lru.init"``)."""
+    if not isinstance(params, dict):
+        fail(name, params, f"a dict of parameters (from {origin})")
+    missing = [k for k in keys if k not in params]
+    if missing:
+        listed = ", ".join(repr(k) for k in missing)
+        fail(name, params, f"a dict with the key{'s' if len(missing) > 1 else ''} {listed} "
+             f"(from {origin})")
+
+
+def require_finite(name: str, value, *, low: float | None = None, strict: bool = False) -> float:
+    """A finite real number (see :func:`require_real`), optionally ``> low`` (``strict``) or
+    ``>= low``."""
+    value = require_real(name, value)
+    if low is not None and (value < low or (strict and value == low)):
+        fail(name, value, f"a finite number {'>' if strict else '>='} {low}")
+    return value

@@ -6,8 +6,9 @@
       -> pooling: mean or last step over L (or none: one output per step)
       -> linear decoder                                  (B, d_output) or (B, L, d_output)
 
-``Rec`` is one of :data:`LAYERS`. LRU and RotRNN map ``H -> H``; oRNN and the gated cells map
-``H -> d_state`` (their hidden size) and the GLU maps it back to ``H``. The GLU (Dauphin et al.
+``Rec`` is a layer of the registry (``lrnn.layers.get``; :data:`LAYERS`). LRU and RotRNN map
+``H -> H``; oRNN and the gated cells map ``H -> d_state`` (their hidden size) and the GLU maps
+it back to ``H``. The GLU (Dauphin et al.
 2017) is ``(W_a y + b_a) ⊙ σ(W_b y + b_b)`` with ``W = [W_a | W_b]`` of shape
 ``(d_rec, 2H)``; the GELU before it is the nonlinearity of the block (LRU App. D.1).
 
@@ -18,71 +19,77 @@ config, train=..., key=...)``.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._validate import fail, require_choice, require_positive_int
+from . import layers
+from ._validate import fail, require_choice, require_key, require_positive_int
+from .layers import ornn
 
-LAYERS = ("lru", "rotrnn", "ornn", "lstm", "rotlstm", "gru", "rotgru")
+#: The registered layers (``lrnn.layers.names()``), in a fixed order (figures colour by it).
+LAYERS = layers.names()
 NORMS = ("layer", "batch")
 POOLS = ("mean", "last", "none")
-BIDIRECTIONAL_LAYERS = ("lru", "rotrnn")
+BIDIRECTIONAL_LAYERS = tuple(n for n in LAYERS if layers.get(n).bidirectional)
 BN_MOMENTUM = 0.9
 NORM_EPS = 1e-5
 
-# The parameters of the recurrence itself (its transition and input map: "A and B" of LRU
-# App. D.2, the RotRNN layer's P, θ, γ, B): they get the learning-rate factor, no weight decay.
-RECURRENT_KEYS = {
-    "lru": ("nu_log", "theta_log", "gamma_log", "B_re", "B_im"),
-    "rotrnn": ("M", "theta", "nu_log", "B"),
-    "ornn": ("U", "u1", "V"),
-    "lstm": ("W_f", "W_i", "W_o", "W_c"),
-    "rotlstm": ("W_f", "W_i", "W_o", "W_c", "W_rot"),
-    "gru": ("W_z", "W_r", "W_h"),
-    "rotgru": ("W_z", "W_r", "W_h", "W_rot"),
-}
+#: The parameters of the recurrence itself (its transition and input map: "A and B" of LRU
+#: App. D.2, the RotRNN layer's P, θ, γ, B): they get the learning-rate factor, no weight
+#: decay. From the layer registry.
+RECURRENT_KEYS = {n: layers.get(n).recurrent_keys for n in LAYERS}
+
+
+def _f(default, help):
+    return dataclasses.field(default=default, metadata={"help": help})
 
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
     """Sizes and choices of the deep model (hashable, so it can be a static jit argument).
 
+    Each field's ``help`` is also the help of its ``python -m lrnn.train`` flag (``layer`` is
+    ``--model``; ``d_output``, ``d_input`` and ``vocab_size`` come from the task there).
     ``d_input``: real input channels, or ``None`` with ``vocab_size`` for token inputs (the
-    encoder is then a lookup table, i.e. a linear map of one-hot vectors). ``d_model`` = H,
-    ``d_state``: LRU complex states N, RotRNN total state ``n_heads · n``, hidden size of
-    oRNN/LSTM/GRU. ``n_reflections``: oRNN's m (default ``d_state``). ``lru_r_min/r_max``,
-    ``max_phase`` (LRU and RotRNN), ``gamma_min/max`` (RotRNN) are the layer inits.
-    ``scan_method``: the ``lrnn.linear_scan`` backend of LRU and RotRNN layers."""
-    layer: str = "lru"
-    d_output: int = 1
-    d_input: int | None = 1
-    vocab_size: int | None = None
-    d_model: int = 64
-    d_state: int = 64
-    depth: int = 2
-    n_heads: int = 8
-    n_reflections: int | None = None
-    norm: str = "layer"
-    pool: str = "mean"
-    dropout: float = 0.0
-    bidirectional: bool = False
-    r_min: float = 0.0
-    r_max: float = 1.0
-    max_phase: float = 2 * math.pi
-    gamma_min: float = 0.9
-    gamma_max: float = 0.999
-    scan_method: str = "auto"
+    encoder is then a lookup table, i.e. a linear map of one-hot vectors)."""
+    layer: str = _f("lru", "recurrent layer: one of " + ", ".join(LAYERS))
+    d_output: int = _f(1, "outputs per sequence (or per step with pool 'none')")
+    d_input: int | None = _f(1, "real input channels (None for token inputs)")
+    vocab_size: int | None = _f(None, "number of distinct tokens (None for real inputs)")
+    depth: int = _f(2, "number of residual blocks")
+    d_model: int = _f(64, "model width H")
+    d_state: int = _f(64, "LRU states N / RotRNN total state / hidden size of oRNN, "
+                          "(Rot)LSTM, (Rot)GRU")
+    n_heads: int = _f(8, "RotRNN heads (d_state must be n_heads times an even number)")
+    n_reflections: int | None = _f(None, "oRNN Householder reflections m (default d_state)")
+    norm: str = _f("layer", "normalisation in each block: layer or batch")
+    pool: str = _f("mean", "mean, last or none")
+    dropout: float = _f(0.0, "dropout rate after each GLU")
+    bidirectional: bool = _f(False, "bidirectional recurrent layers (lru and rotrnn only)")
+    r_min: float = _f(0.0, "LRU: smallest initial eigenvalue modulus (Lemma 3.2)")
+    r_max: float = _f(1.0, "LRU: largest initial eigenvalue modulus")
+    max_phase: float = _f(math.tau, "LRU/RotRNN: initial phases uniform in [0, max_phase]")
+    gamma_min: float = _f(0.9, "RotRNN: smallest initial decay γ")
+    gamma_max: float = _f(0.999, "RotRNN: largest initial decay γ")
+    scan_method: str = _f("auto", "scan backend of LRU/RotRNN layers: auto, sequential, "
+                                  "associative, chunked")
+    formulation: str = _f("auto", "oRNN: auto, dense (W formed once per forward pass) or "
+                                  "reflections (oRNN Algorithm 1 at every step)")
+    activation: str = _f("leaky_relu", "oRNN: leaky_relu (oRNN §5) or oplu (§5.5; even d_state)")
 
     def __post_init__(self):
-        require_choice("layer", self.layer, LAYERS)
+        require_choice("layer", self.layer, layers.names())
         require_choice("norm", self.norm, NORMS)
         require_choice("pool", self.pool, POOLS)
+        require_choice("formulation", self.formulation, ornn.FORMULATIONS)
+        require_choice("activation", self.activation, ornn.ACTIVATIONS)
         for name in ("d_output", "d_model", "d_state", "depth", "n_heads"):
             require_positive_int(name, getattr(self, name))
+        if self.n_reflections is not None:
+            require_positive_int("n_reflections", self.n_reflections)
         if (self.d_input is None) == (self.vocab_size is None):
             fail("d_input", self.d_input,
                  f"exactly one of d_input and vocab_size (got vocab_size={self.vocab_size!r})")
@@ -92,45 +99,35 @@ class ModelConfig:
             require_positive_int("vocab_size", self.vocab_size)
         if not 0.0 <= self.dropout < 1.0:
             fail("dropout", self.dropout, "a rate in [0, 1)")
-        if self.bidirectional and self.layer not in BIDIRECTIONAL_LAYERS:
+        if self.bidirectional and not self.spec.bidirectional:
             fail("bidirectional", self.bidirectional,
                  f"False for layer {self.layer!r} (bidirectional: {BIDIRECTIONAL_LAYERS})")
         if self.bidirectional and self.pool == "none":
             fail("pool", self.pool, "'mean' or 'last' for a bidirectional (non-causal) model")
 
-
-def _layer_module(cfg: ModelConfig):
-    name = {"lru": "lru", "rotrnn": "rotrnn", "ornn": "ornn"}.get(cfg.layer, "rotlstm")
-    return importlib.import_module(f"lrnn.{name}")
+    @property
+    def spec(self) -> layers.Layer:
+        """The registry entry of ``layer``."""
+        return layers.get(self.layer)
 
 
 def layer_output_dim(cfg: ModelConfig) -> int:
     """Width of the recurrent layer's output: H for LRU/RotRNN, ``d_state`` otherwise."""
-    return cfg.d_model if cfg.layer in ("lru", "rotrnn") else cfg.d_state
+    return cfg.spec.width(cfg.d_model, cfg.d_state)
+
+
+def _options(cfg: ModelConfig, mapping) -> dict:
+    return {arg: getattr(cfg, field) for arg, field in mapping.items()}
 
 
 def _layer_init(key, cfg: ModelConfig):
-    mod, H, N = _layer_module(cfg), cfg.d_model, cfg.d_state
-    if cfg.layer == "lru":
-        return mod.init(key, H, N, r_min=cfg.r_min, r_max=cfg.r_max, max_phase=cfg.max_phase,
-                        bidirectional=cfg.bidirectional)
-    if cfg.layer == "rotrnn":
-        return mod.init(key, H, N, cfg.n_heads, gamma_min=cfg.gamma_min, gamma_max=cfg.gamma_max,
-                        max_phase=cfg.max_phase, bidirectional=cfg.bidirectional)
-    if cfg.layer == "ornn":
-        return mod.init(key, H, N, cfg.n_reflections or N)
-    if cfg.layer in ("lstm", "rotlstm"):
-        return mod.init(key, H, N, rotate=cfg.layer == "rotlstm")
-    return mod.gru_init(key, H, N, rotate=cfg.layer == "rotgru")
+    spec = cfg.spec
+    return spec.init(key, cfg.d_model, cfg.d_state, **_options(cfg, spec.init_options))
 
 
 def _layer_apply(params, u, cfg: ModelConfig):
-    mod = _layer_module(cfg)
-    if cfg.layer in ("gru", "rotgru"):
-        return mod.gru_apply(params, u)
-    if cfg.layer in ("lru", "rotrnn"):
-        return mod.apply(params, u, method=cfg.scan_method)
-    return mod.apply(params, u)
+    spec = cfg.spec
+    return spec.apply(params, u, **_options(cfg, spec.apply_options))
 
 
 def _dense(key, d_in, d_out, scale=1.0):
@@ -146,6 +143,7 @@ def init(key, cfg: ModelConfig):
     "decoder": {"W" (H, d_output), "b"}}``; ``state = {"blocks": [{"mean" (H,), "var" (H,)}
     or {} per block]}``. Keys: ``k_enc, k_dec, *k_blocks = split(key, depth + 2)``, and each
     block's key splits into ``(k_layer, k_glu)``."""
+    require_key("key", key)
     if not isinstance(cfg, ModelConfig):
         fail("cfg", cfg, "a ModelConfig")
     H = cfg.d_model
@@ -173,7 +171,7 @@ def count_params(params) -> int:
 def recurrent_mask(params, cfg: ModelConfig):
     """A pytree like ``params`` with ``True`` on the recurrent parameters (see
     :data:`RECURRENT_KEYS`), which get the learning-rate factor and no weight decay."""
-    keys = RECURRENT_KEYS[cfg.layer]
+    keys = cfg.spec.recurrent_keys
     mask = jax.tree_util.tree_map(lambda _: False, params)
     for block in mask["blocks"]:
         block["layer"] = {k: (k in keys) for k in block["layer"]}
@@ -186,7 +184,13 @@ def encode(params, x, cfg: ModelConfig):
     if cfg.vocab_size is not None:
         if not jnp.issubdtype(jnp.asarray(x).dtype, jnp.integer):
             fail("x", x, "integer tokens of shape (batch, L) for a token model")
-        return enc["W"][x] + enc["b"]
+        if not isinstance(x, jax.Array) and np.size(x) and not (
+                0 <= np.min(x) and np.max(x) < cfg.vocab_size):
+            fail("x", x, f"tokens in 0 .. vocab_size - 1 = {cfg.vocab_size - 1} (found "
+                 f"{np.min(x)} .. {np.max(x)})")
+        # Under jit the tokens have no values to check: an out-of-range token reads NaN (which
+        # training reports) instead of being clamped silently to a valid row.
+        return jnp.take(enc["W"], x, axis=0, mode="fill", fill_value=jnp.nan) + enc["b"]
     if np.ndim(x) < 2 or np.shape(x)[-1] != cfg.d_input:
         fail("x", x, f"shape (..., L, {cfg.d_input})")
     return x @ enc["W"] + enc["b"]

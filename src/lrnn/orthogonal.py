@@ -6,6 +6,11 @@ Reflections (oRNN): ``householder(u)`` (eq. 6), ``householder_product(U, u1_sign
 dense ``W``), ``wy_matrix(U, u1_sign)`` (Prop. 1, dense), ``wy_transform(U, h, u1_sign)``
 (``W h`` in O(n·m), Algorithm 1), ``householder_qr(A)`` (Algorithm 2, Theorem 1).
 
+Public functions check their arguments; the pure building blocks that the oRNN layer calls
+inside its forward pass take checked, masked reflection columns (``cols``) and check nothing:
+``reflection_columns``, ``reflect_identity`` (dense ``W``), ``compact_wy``, ``reflect_vectors``
+and ``wy_transform_columns`` (``W h``, Algorithm 1 with its backward pass).
+
 Layout of ``U`` (oRNN eq. 9): shape ``(n, m)``, ``m <= n``; column ``j`` (0-based) holds the
 reflection vector ``u_{n-j} ∈ R^{n-j}`` in rows ``j, …, n-1``; entries above are ignored
 (masked). When ``m = n`` the product ends with ``H_1(u_1) = diag(1, …, 1, u_1)`` (eq. 7),
@@ -18,6 +23,8 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax import lax
 
 from ._validate import fail
 
@@ -84,10 +91,24 @@ def rotate_pairs(x, theta):
 # Householder reflections and the oRNN parametrisation (oRNN §4, eqs. 6–13, Algorithms 1–2)
 # ----------------------------------------------------------------------------------------
 
-def _is_concrete(*xs) -> bool:
-    """True when every argument holds values (not a tracer under jit/grad/vmap), so that
-    value checks such as "no zero reflection vector" can run."""
-    return not any(isinstance(x, jax.core.Tracer) for x in xs)
+#: The matrix products that build or apply a Householder product run at full float32
+#: precision: under TF32 (the default on recent NVIDIA GPUs) ``W`` would be orthogonal to
+#: about 1e-3 only. They are O(n²·m) once per forward pass, or O(n·m) per step: cheap.
+EXACT = lax.Precision.HIGHEST
+
+
+def _host_values(x):
+    """``x`` as a NumPy array when it is host data (NumPy, Python numbers), else ``None``.
+
+    Value checks (no zero reflection vector, ``u_1 = ±1``) run only on host data: reading a
+    JAX array would wait for the device on every call, and under ``jit`` there is no value
+    to read. A JAX array with a zero reflection vector gives NaN instead."""
+    if isinstance(x, jax.Array):
+        return None
+    try:
+        return np.asarray(x)
+    except (TypeError, ValueError):
+        return None
 
 
 def _float(x):
@@ -106,15 +127,16 @@ def householder(u):
     Returns:
       shape ``(..., n, n)``.
     Raises:
-      ValueError (naming ``u``) for a zero vector, which defines no reflection. The check
-      needs values: under ``jit``/``grad`` a zero vector gives NaN instead.
+      ValueError (naming ``u``) for a zero vector given as NumPy data, which defines no
+      reflection. A zero vector in a JAX array gives NaN (see ``_host_values``).
     """
+    host = _host_values(u)
     u = _float(u)
     if u.ndim < 1 or u.shape[-1] < 1:
         fail("u", u, "an array of shape (..., n) with n >= 1")
-    norm2 = jnp.sum(u * u, axis=-1)
-    if _is_concrete(u) and not bool(jnp.all(norm2 > 0)):
+    if host is not None and not np.all(np.sum(np.square(host, dtype=float), axis=-1) > 0):
         fail("u", u, "nonzero vectors along the last axis (a zero vector has no reflection)")
+    norm2 = jnp.sum(u * u, axis=-1)
     eye = jnp.eye(u.shape[-1], dtype=u.dtype)
     return eye - 2 * u[..., :, None] * u[..., None, :] / norm2[..., None, None]
 
@@ -129,42 +151,85 @@ def eq9_mask(n: int, m: int):
     return mask
 
 
-def _check_U(U, u1_sign, name="U"):
-    """Validate ``U`` (and ``u1_sign``) and return ``(U_reflections, u1)``: the masked eq.-9
-    columns that are true Householder vectors, shape ``(n, k)`` with ``k = m`` (``m < n``) or
-    ``k = n - 1`` (``m = n``), and ``u1`` (``None`` when ``m < n``)."""
+def require_reflection_count(name: str, m, n: int, n_name: str = "n"):
+    """``1 <= m <= n``: at most ``n`` reflection vectors for a hidden size ``n`` (oRNN eq. 8)."""
+    if not 1 <= m <= n:
+        fail(name, m, f"a number of reflection vectors m with 1 <= m <= {n_name} = {n} "
+             "(oRNN eq. 8)")
+
+
+def reflection_columns(U):
+    """The true Householder vectors of ``U`` (eq.-9 layout, masked): shape ``(n, m)`` when
+    ``m < n`` and ``(n, n - 1)`` when ``m = n`` (the last column's place is taken by
+    ``H_1(u_1)``). Pure: no checks."""
+    n, m = U.shape
+    cols = U * eq9_mask(n, m).astype(U.dtype)
+    return cols[:, : n - 1] if m == n else cols
+
+
+def check_reflections(U, u1_sign, name="U"):
+    """Validate ``U`` (and ``u1_sign``) and return them as float arrays ``(U, u1)`` (``u1`` is
+    ``None`` when ``m < n``). Shapes are always checked; values (no zero reflection vector,
+    ``u1_sign = ±1``) only on host data (see ``_host_values``)."""
+    host_U = _host_values(U)
     U = _float(U)
     if U.ndim != 2 or U.shape[0] < 1 or U.shape[1] < 1:
         fail(name, U, "a matrix of shape (n, m) of reflection vectors laid out as oRNN eq. 9")
     n, m = U.shape
-    if m > n:
-        fail(name, U, f"at most n = {n} columns (m <= n reflection vectors, oRNN eq. 8)")
-    U = U * eq9_mask(n, m).astype(U.dtype)
+    require_reflection_count(f"{name} (its columns)", m, n)
     if m == n:
         if u1_sign is None:
             fail("u1_sign", u1_sign, "a scalar ±1 when U has m = n columns (the factor "
                  "H_1(u_1) of oRNN eq. 7 ends the product of eq. 8)")
+        host_u1 = _host_values(u1_sign)
         u1 = _float(u1_sign)
         if u1.shape != ():
             fail("u1_sign", u1, "a scalar ±1 (oRNN eq. 7)")
-        if _is_concrete(u1) and float(u1) not in (1.0, -1.0):
+        if host_u1 is not None and float(host_u1) not in (1.0, -1.0):
             fail("u1_sign", u1_sign, "exactly +1 or -1: H_1(u_1) of oRNN eq. 7 is orthogonal "
                  "only then")
-        U = U[:, : n - 1]
     else:
         if u1_sign is not None:
             fail("u1_sign", u1_sign, f"None when U has m = {m} < n = {n} columns (H_1(u_1) "
                  "only enters when m = n)")
         u1 = None
-    if _is_concrete(U) and U.shape[1] and not bool(jnp.all(jnp.sum(U * U, axis=0) > 0)):
-        fail(name, U, "nonzero reflection vectors on and below the diagonal of every column "
-             "(a zero vector has no reflection)")
+    if host_U is not None:
+        cols = np.asarray(host_U, float) * np.asarray(eq9_mask(n, m))
+        cols = cols[:, : n - 1] if m == n else cols
+        if not np.all(np.sum(cols * cols, axis=0) > 0):
+            fail(name, U, "nonzero reflection vectors on and below the diagonal of every "
+                 "column (a zero vector has no reflection)")
     return U, u1
 
 
-def _apply_h1(u1, h):
-    """``H_1(u_1) h``: multiply the last coordinate by ``u_1`` (oRNN eq. 7)."""
+def apply_h1(u1, h):
+    """``H_1(u_1) h``: multiply the last coordinate of ``h (..., n)`` by ``u_1`` (oRNN eq. 7)."""
     return h.at[..., -1].multiply(u1.astype(h.dtype))
+
+
+def reflect_identity(cols, u1=None):
+    """``W = H(cols[:, 0]) ⋯ H(cols[:, k-1]) · H_1(u1)`` (eq. 8), dense, built by applying the
+    reflections one at a time to the rows of the identity (Algorithm 1's forward loop with
+    ``n`` vectors at once): ``k`` rank-one updates of an ``(n, n)`` matrix, O(n²·k), with
+    full-float32 products (:data:`EXACT`). Differentiated by JAX. Pure: no checks, no mask.
+
+    Closer to float64 (values, orthogonality and gradients) than the compact WY form
+    ``I - U T⁻¹ Uᵀ`` (``compact_wy``), but ``k`` dependent steps instead of a few products
+    (``python -m lrnn.bench layer --construction`` measures both)."""
+    n, k = cols.shape
+    R = jnp.eye(n, dtype=cols.dtype)
+    if u1 is not None:
+        R = apply_h1(u1, R)                         # row i of R: (W e_i)ᵀ, built right to left
+    if k == 0:
+        return R.T
+    N = jnp.sum(cols * cols, axis=0)
+
+    def reflect(R, col):
+        u, N_k = col
+        return R - ((2 / N_k) * jnp.dot(R, u, precision=EXACT))[:, None] * u, None
+
+    R, _ = lax.scan(reflect, R, (cols.T, N), reverse=True)
+    return R.T
 
 
 def householder_product(U, u1_sign=None):
@@ -182,40 +247,44 @@ def householder_product(U, u1_sign=None):
     for ``m < n``, ``det W = (-1)^m``. By Theorem 1 every orthogonal matrix is reached when
     ``m = n`` (see ``householder_qr``).
 
-    Computed by applying the reflections to the columns of ``I`` (Algorithm 1), O(n²·m).
+    Computed by ``reflect_identity``: the reflections applied to the identity, O(n²·m).
 
     Args:
       U: shape ``(n, m)`` with ``m <= n``.
       u1_sign: ``None`` when ``m < n``; a scalar ``+1`` or ``-1`` when ``m = n`` (other values
-        raise ValueError when they can be checked, i.e. outside ``jit``).
+        raise ValueError when given as host data).
     Returns:
       ``W`` of shape ``(n, n)``, orthogonal.
     """
-    V, u1 = _check_U(U, u1_sign)
-    n = V.shape[0]
-    W = jnp.eye(n, dtype=V.dtype)
+    U, u1 = check_reflections(U, u1_sign)
+    return reflect_identity(reflection_columns(U), u1)
+
+
+def compact_wy(cols, u1=None):
+    """``(I - U T⁻¹ Uᵀ) · H_1(u1)`` with ``T = striu(UᵀU) + ½ diag(UᵀU)`` (oRNN Prop. 1,
+    eqs. 12–13) for reflection columns ``cols`` (no mask, no checks): one Gram matrix, one
+    triangular solve and one product, so a few dependent steps for any ``k`` (what a GPU
+    wants), at a slightly larger float32 error than ``reflect_identity``. Pure."""
+    n, k = cols.shape
+    W = jnp.eye(n, dtype=cols.dtype)
+    if k:
+        G = jnp.dot(cols.T, cols, precision=EXACT)
+        T = jnp.triu(G, 1) + 0.5 * jnp.diag(jnp.diag(G))
+        W = W - jnp.dot(cols, jax.scipy.linalg.solve_triangular(T, cols.T, lower=False),
+                        precision=EXACT)
     if u1 is not None:
-        W = _apply_h1(u1, W)                      # H_1(u_1) is the rightmost factor
-    return wy_transform_columns(V, W.T).T if V.shape[1] else W
+        W = apply_h1(u1, W)                       # W · H_1(u_1): scale the last column
+    return W
 
 
 def wy_matrix(U, u1_sign=None):
     """The compact WY form of oRNN Prop. 1, dense: ``I - U T⁻¹ Uᵀ`` with
     ``T = striu(UᵀU) + ½ diag(UᵀU)`` (eqs. 12–13), times ``H_1(u1_sign)`` when ``m = n``.
 
-    Equal to ``householder_product(U, u1_sign)``; it forms ``T`` by a triangular solve and
-    is meant for teaching and tests. ``wy_transform`` applies it without forming it.
-    Arguments and masking as in ``householder_product``."""
-    V, u1 = _check_U(U, u1_sign)
-    n, k = V.shape
-    G = V.T @ V
-    T = jnp.triu(G, 1) + 0.5 * jnp.diag(jnp.diag(G))
-    W = jnp.eye(n, dtype=V.dtype)
-    if k:
-        W = W - V @ jax.scipy.linalg.solve_triangular(T, V.T, lower=False)
-    if u1 is not None:
-        W = _apply_h1(u1, W)                      # W · H_1(u_1): scale the last column
-    return W
+    Equal to ``householder_product(U, u1_sign)`` (computed by ``compact_wy``); arguments and
+    masking as there. ``wy_transform`` applies it to vectors without forming it."""
+    U, u1 = check_reflections(U, u1_sign)
+    return compact_wy(reflection_columns(U), u1)
 
 
 def _reflect_forward(U, h, keep=False):
@@ -227,7 +296,7 @@ def _reflect_forward(U, h, keep=False):
 
     def body(H, col):
         u, N_k = col
-        h_tilde = (2 / N_k) * (H @ u)
+        h_tilde = (2 / N_k) * jnp.dot(H, u, precision=EXACT)
         return H - h_tilde[..., None] * u, ((H, h_tilde) if keep else None)
 
     C, kept = jax.lax.scan(body, h, (U.T, N), reverse=True)
@@ -253,7 +322,7 @@ def _wy_bwd(res, g):
 
     def body(g, col):                             # Algorithm 1, lines 11–15, k = 1, …, m
         u, N_k, H_k1, h_t = col
-        C_tilde = (2 / N_k) * (g @ u)
+        C_tilde = (2 / N_k) * jnp.dot(g, u, precision=EXACT)
         g = g - C_tilde[..., None] * u
         G_k = -(h_t[..., None] * g + C_tilde[..., None] * H_k1)
         return g, G_k.reshape(-1, G_k.shape[-1]).sum(0)
@@ -263,6 +332,14 @@ def _wy_bwd(res, g):
 
 
 wy_transform_columns.defvjp(_wy_fwd, _wy_bwd)
+
+
+def reflect_vectors(cols, u1, h):
+    """``W h`` for ``W = reflect_identity(cols, u1)`` without forming ``W``: ``H_1(u1)`` first
+    (when given), then Algorithm 1 (``wy_transform_columns``). Pure: no checks, no mask."""
+    if u1 is not None:
+        h = apply_h1(u1, h)
+    return wy_transform_columns(cols, h) if cols.shape[1] else h
 
 
 def wy_transform(U, h, u1_sign=None):
@@ -282,15 +359,12 @@ def wy_transform(U, h, u1_sign=None):
     Returns:
       ``W h``, shape ``(..., n)``.
     """
-    V, u1 = _check_U(U, u1_sign)
+    U, u1 = check_reflections(U, u1_sign)
     h = jnp.asarray(h)
-    if h.ndim < 1 or h.shape[-1] != V.shape[0]:
-        fail("h", h, f"shape (..., n) with n = {V.shape[0]} (the number of rows of U)")
-    dtype = jnp.result_type(V.dtype, _float(h).dtype)
-    V, h = V.astype(dtype), h.astype(dtype)
-    if u1 is not None:
-        h = _apply_h1(u1, h)
-    return wy_transform_columns(V, h) if V.shape[1] else h
+    if h.ndim < 1 or h.shape[-1] != U.shape[0]:
+        fail("h", h, f"shape (..., n) with n = {U.shape[0]} (the number of rows of U)")
+    dtype = jnp.result_type(U.dtype, _float(h).dtype)
+    return reflect_vectors(reflection_columns(U).astype(dtype), u1, h.astype(dtype))
 
 
 class HouseholderQR(NamedTuple):
@@ -322,18 +396,20 @@ def householder_qr(A):
     Raises:
       ValueError (naming ``A``) for a non-square or non-finite matrix, or one whose
       factorisation meets an exactly zero column (``R_kk = 0``: exact rank deficiency); the
-      last two checks need values, so they are skipped under ``jit``. A numerically singular
-      matrix passes with a tiny positive ``R_kk``: the factorisation is still valid.
+      last two checks need values, so they run when ``A`` is host data (NumPy), not on JAX
+      arrays (see ``_host_values``). A numerically singular matrix passes with a tiny
+      positive ``R_kk``: the factorisation is still valid.
     """
+    host = _host_values(A)
     A = _float(A)
     if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] < 1:
         fail("A", A, "a square matrix of shape (n, n) (oRNN Algorithm 2)")
+    if host is not None and not np.all(np.isfinite(host)):
+        fail("A", A, "a finite matrix")
     U, u1, R = _householder_qr(A)
-    if _is_concrete(A):
-        if not bool(jnp.all(jnp.isfinite(A))):
-            fail("A", A, "a finite matrix")
-        if not bool(jnp.all(jnp.isfinite(U)) & jnp.all(jnp.diag(R) > 0)):
-            fail("A", A, "a full-rank matrix (oRNN Algorithm 2 requires it)")
+    if host is not None and not (np.all(np.isfinite(np.asarray(U)))
+                                 and np.all(np.diag(np.asarray(R)) > 0)):
+        fail("A", A, "a full-rank matrix (oRNN Algorithm 2 requires it)")
     return HouseholderQR(U, u1, R)
 
 
@@ -353,7 +429,7 @@ def _householder_qr(A):
         head = jnp.where(x_k > 0, -tail2 / jnp.where(x_k > 0, x_k + sigma, 1), x_k - sigma)
         u = jnp.where(rows == k, head, x)                       # x - ‖x‖ e_1
         u = jnp.where(aligned, e_last, u / jnp.where(aligned, 1, jnp.linalg.norm(u)))
-        R = R - 2 * jnp.outer(u, u @ R)                         # R ← H_{n-k}(u) R
+        R = R - 2 * jnp.outer(u, jnp.dot(u, R, precision=EXACT))  # R ← H_{n-k}(u) R
         return R, U.at[:, k].set(u)
 
     R, U = jax.lax.fori_loop(0, n - 1, body, (A, jnp.zeros_like(A)))

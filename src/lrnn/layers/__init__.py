@@ -1,8 +1,110 @@
 """The recurrent layers: ``lru``, ``rotrnn``, ``ornn``, ``lstm`` (LSTM and RotLSTM) and ``gru``
-(GRU and RotGRU), each a module of pure functions over a plain dict of parameters.
+(GRU and RotGRU), each a module of pure functions over a plain dict of parameters, and the
+registry that the deep model (``lrnn.model``) picks them from by name.
 
 Imports only ``lrnn.scan``, ``lrnn.orthogonal`` and ``lrnn._validate`` (never training or course).
+
+Every registered layer is called the same way::
+
+    params = layer.init(key, d_in, d_state, **options)     # options: see layer.init_options
+    y = layer.apply(params, u, **options)                   # u (..., L, d_in) -> y (..., L, width)
+
+``get(name)`` returns the :class:`Layer`; an unknown name is a ValueError listing the known
+ones. ``register`` adds a layer of your own.
 """
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Callable, Mapping
+
+from .._validate import require_choice
 from . import gru, lru, lstm, ornn, rotrnn
 
-__all__ = ["lru", "rotrnn", "ornn", "lstm", "gru"]
+
+@dataclasses.dataclass(frozen=True)
+class Layer:
+    """A recurrent layer as the deep model sees it.
+
+    Attributes:
+      name: the registry name (``ModelConfig.layer``, ``--model`` of ``lrnn.train``).
+      init: ``init(key, d_in, d_state, **options) -> params``.
+      apply: ``apply(params, u, **options)``: ``(..., L, d_in) -> (..., L, width)``.
+      recurrent_keys: the parameters of the recurrence itself (transition and input map), which
+        training gives the learning-rate factor and no weight decay (LRU App. D.2).
+      init_options, apply_options: ``{keyword of init/apply: ModelConfig field}``.
+      output: ``"d_in"`` when the layer maps ``d_in -> d_in`` (LRU, RotRNN: a read-out ``C``
+        and skip ``D``), ``"d_state"`` when its output is its hidden state.
+      bidirectional: whether ``init(..., bidirectional=True)`` gives a non-causal layer.
+      paper: where its equations come from.
+    """
+    name: str
+    init: Callable
+    apply: Callable
+    recurrent_keys: tuple
+    init_options: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    apply_options: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    output: str = "d_state"
+    bidirectional: bool = False
+    paper: str = ""
+
+    def width(self, d_in: int, d_state: int) -> int:
+        """The size of the last axis of ``apply``'s output."""
+        return d_in if self.output == "d_in" else d_state
+
+
+def _same(*names):
+    return {n: n for n in names}
+
+
+_REGISTRY: dict[str, Layer] = {}
+
+
+def register(layer: Layer, *, replace: bool = False) -> Layer:
+    """Add ``layer`` to the registry (``replace=True`` to overwrite a registered name)."""
+    if not isinstance(layer, Layer):
+        raise ValueError(f"`layer`: got {type(layer).__name__}, expected an lrnn.layers.Layer.")
+    if layer.name in _REGISTRY and not replace:
+        raise ValueError(f"`layer`: got the name {layer.name!r}, expected a name not registered "
+                         f"yet (registered: {names()}); pass replace=True to overwrite it.")
+    require_choice("layer.output", layer.output, ("d_in", "d_state"))
+    _REGISTRY[layer.name] = layer
+    return layer
+
+
+def names() -> tuple:
+    """The registered layer names, in registration order."""
+    return tuple(_REGISTRY)
+
+
+def get(name: str) -> Layer:
+    """The registered :class:`Layer` called ``name``; ValueError listing the known names."""
+    if name not in _REGISTRY:
+        raise ValueError(f"`layer`: got {name!r}, expected one of the registered layers "
+                         f"{list(_REGISTRY)}.")
+    return _REGISTRY[name]
+
+
+_LSTM_KEYS = ("W_f", "W_i", "W_o", "W_c")
+_GRU_KEYS = ("W_z", "W_r", "W_h")
+
+register(Layer("lru", lru.init, lru.apply,
+               ("nu_log", "theta_log", "gamma_log", "B_re", "B_im"),
+               _same("r_min", "r_max", "max_phase", "bidirectional"), {"method": "scan_method"},
+               output="d_in", bidirectional=True, paper="LRU (Orvieto et al. 2023)"))
+register(Layer("rotrnn", rotrnn.init, rotrnn.apply, ("M", "theta", "nu_log", "B"),
+               _same("n_heads", "gamma_min", "gamma_max", "max_phase", "bidirectional"),
+               {"method": "scan_method"}, output="d_in", bidirectional=True,
+               paper="RotRNN (Dolga et al. 2024)"))
+register(Layer("ornn", ornn.init, ornn.apply, ("U", "u1", "V"), _same("n_reflections"),
+               _same("formulation", "activation"), paper="oRNN (Mhammedi et al. 2017)"))
+register(Layer("lstm", functools.partial(lstm.init, rotate=False), lstm.apply, _LSTM_KEYS,
+               paper="LSTM (the RotLSTM paper's baseline)"))
+register(Layer("rotlstm", functools.partial(lstm.init, rotate=True), lstm.apply,
+               _LSTM_KEYS + ("W_rot",), paper="RotLSTM (Velici & Prügel-Bennett 2017)"))
+register(Layer("gru", functools.partial(gru.init, rotate=False), gru.apply, _GRU_KEYS,
+               paper="GRU (the RotGRU baseline)"))
+register(Layer("rotgru", functools.partial(gru.init, rotate=True), gru.apply,
+               _GRU_KEYS + ("W_rot",), paper="RotGRU (Velici & Prügel-Bennett 2017)"))
+
+__all__ = ["lru", "rotrnn", "ornn", "lstm", "gru", "Layer", "register", "names", "get"]

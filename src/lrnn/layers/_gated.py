@@ -1,5 +1,12 @@
-"""What the gated cells share: initialisation, size checks, the rotation angles of RotLSTM
-eq. 7 (also RotGRU eq. 14), and the loop over time."""
+"""What the gated cells share: initialisation, checks, the rotation angles of RotLSTM eq. 7
+(also RotGRU eq. 14), the gate weights fused for a whole sequence, and the loop over time.
+
+Every weight ``W_g`` of shape ``(n, n + d_in)`` acts on ``[h_{t-1}, x_t]`` (RotLSTM eq. 3), so
+``W_g [h; x] = W_g[:, :n] h + W_g[:, n:] x``. ``apply`` uses that split: the input parts of all
+gates are one ``(G, d_in)`` matrix applied to every time step at once before the scan (one
+large product), and the recurrent parts one ``(G, n)`` matrix, one product per step. The
+``cell`` functions keep the equations as the paper writes them, for teaching and exercises.
+"""
 from __future__ import annotations
 
 import math
@@ -8,7 +15,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .._validate import fail, require_positive_int
+from .._validate import fail, require_key, require_params, require_positive_int
+from .._validate import require_sequence
 
 
 def _uniform(key, shape, fan_in):
@@ -16,7 +24,8 @@ def _uniform(key, shape, fan_in):
     return jax.random.uniform(key, shape, minval=-bound, maxval=bound)
 
 
-def _check_sizes(d_in, d_hidden, rotate):
+def _check_sizes(key, d_in, d_hidden, rotate):
+    require_key("key", key)
     require_positive_int("d_in", d_in)
     require_positive_int("d_hidden", d_hidden)
     if rotate and d_hidden % 2:
@@ -24,26 +33,62 @@ def _check_sizes(d_in, d_hidden, rotate):
                          "acts on pairs of memory cells (RotLSTM eq. 2).")
 
 
-def _sizes(params, gate="W_f"):
-    n, fan_in = params[gate].shape
+def _check_params(params, gates, origin):
+    """Validate the weights ``W_g``/``b_g`` of ``gates`` (and ``W_rot``/``b_rot`` when present);
+    return ``(n, d_in)``."""
+    keys = [f"{w}_{g}" for g in gates for w in ("W", "b")]
+    require_params("params", params, keys, origin)
+    first = f"W_{gates[0]}"
+    shape = jnp.shape(params[first])
+    if len(shape) != 2 or shape[1] <= shape[0]:
+        fail(f"params['{first}']", params[first], "shape (n, n + d_in) (columns [h_{t-1}, x_t])")
+    n, fan_in = shape
+    rows = dict.fromkeys(gates, n)
+    if "W_rot" in params or "b_rot" in params:
+        require_params("params", params, ("W_rot", "b_rot"), origin)
+        if n % 2:
+            fail(f"params['{first}']", params[first], "an even hidden size n when W_rot rotates "
+                 "pairs of cells")
+        rows["rot"] = n // 2
+    for g, r in rows.items():
+        if jnp.shape(params[f"W_{g}"]) != (r, fan_in):
+            fail(f"params['W_{g}']", params[f"W_{g}"], f"shape ({r}, {fan_in})")
+        if jnp.shape(params[f"b_{g}"]) != (r,):
+            fail(f"params['b_{g}']", params[f"b_{g}"], f"shape ({r},)")
     return n, fan_in - n
 
 
-def _check_input(params, u, gate):
-    n, d_in = _sizes(params, gate)
-    u = jnp.asarray(u)
-    if u.ndim < 2 or u.shape[-1] != d_in:
-        fail("u", u, f"shape (..., L, {d_in}) (time on axis -2, d_in = {d_in} features)")
-    return u, n
+def _check_input(params, u, gates, origin):
+    n, d_in = _check_params(params, gates, origin)
+    return require_sequence("u", u, d_in, "d_in"), n
 
 
 def angles(params, xcat):
     """Rotation angles ``u_t = 2π σ(W_rot x + b_rot)`` (RotLSTM eq. 7), shape ``(..., n/2)``."""
-    return 2 * jnp.pi * jax.nn.sigmoid(xcat @ params["W_rot"].T + params["b_rot"])
+    return math.tau * jax.nn.sigmoid(xcat @ params["W_rot"].T + params["b_rot"])
 
 
-def _run(step, carry0, u):
-    _, hs = lax.scan(step, carry0, jnp.moveaxis(u, -2, 0))
+def fused_weights(params, gates, n, dtype):
+    """The gate weights of ``gates`` (in order) stacked once per forward pass: the recurrent
+    parts ``(G, n)`` (columns acting on ``h_{t-1}``), the input parts ``(G, d_in)`` and the
+    biases ``(G,)``, with ``G`` the total number of gate rows."""
+    W = jnp.concatenate([jnp.asarray(params[f"W_{g}"]) for g in gates], axis=0).astype(dtype)
+    b = jnp.concatenate([jnp.asarray(params[f"b_{g}"]) for g in gates]).astype(dtype)
+    return W[:, :n], W[:, n:], b
+
+
+def split_rows(z, sizes):
+    """Split the last axis of ``z`` into consecutive pieces of ``sizes``."""
+    edges = [sum(sizes[:i]) for i in range(1, len(sizes))]
+    return jnp.split(z, edges, axis=-1)
+
+
+def dtype_of(params, u):
+    return jnp.result_type(*(jnp.asarray(v).dtype for v in params.values()), u.dtype, float)
+
+
+def run(step, carry0, inputs):
+    """``lax.scan`` of ``step`` over axis -2 of ``inputs``; returns the stacked outputs with
+    time back on axis -2."""
+    _, hs = lax.scan(step, carry0, jnp.moveaxis(inputs, -2, 0))
     return jnp.moveaxis(hs, 0, -2)
-
-

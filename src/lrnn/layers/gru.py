@@ -7,24 +7,32 @@ RotGRU, with ``x = [h_{t-1}, x_t]``:
     ĥ_t = tanh(W_h [r_t, x_t] + b_h)
     h_t = (1 - z_t) ∘ h_{t-1} + z_t ∘ ĥ_t
 
-``rotate=False`` drops the rotation (``r_t = d_t``): the plain GRU baseline.
+``rotate=False`` drops the rotation (``r_t = d_t``): the plain GRU baseline. ``apply`` computes
+the input parts of all gates (``W_z``, ``W_r``, ``W_rot`` and the ``x_t`` columns of ``W_h``)
+for every time step before the scan, then per step one fused product of ``h_{t-1}`` with the
+stacked recurrent weights of ``z``, ``r`` and the angles, and one of ``r_t`` with the ``r``
+columns of ``W_h`` (``r_t`` depends on the first product, so the two cannot be fused).
 """
 from __future__ import annotations
+
+import math
 
 import jax
 import jax.numpy as jnp
 
 from ..orthogonal import rotate_pairs
-from ._gated import _check_input, _check_sizes, _run, _uniform, angles
+from ._gated import (_check_input, _check_sizes, _uniform, angles, dtype_of, fused_weights, run,
+                     split_rows)
 
 GRU_GATES = ("z", "r", "h")
+_ORIGIN = "lrnn.layers.gru.init (lrnn.rotlstm.gru_init)"
 
 
 def init(key, d_in: int, d_hidden: int, *, rotate: bool = True) -> dict:
     """Parameters of a (Rot)GRU cell (eqs. 11–17): ``W_z, W_r (n, n + d_in)`` on
     ``[h_{t-1}, x_t]``, ``W_h (n, n + d_in)`` on ``[r_t, x_t]``, biases ``b_z, b_r, b_h``, and
     when ``rotate``, ``W_rot (n/2, n + d_in)``, ``b_rot (n/2,)``."""
-    _check_sizes(d_in, d_hidden, rotate)
+    _check_sizes(key, d_in, d_hidden, rotate)
     n, fan_in = d_hidden, d_hidden + d_in
     keys = jax.random.split(key, 4)
     params = {f"W_{g}": _uniform(k, (n, fan_in), fan_in) for g, k in zip(GRU_GATES, keys)}
@@ -36,7 +44,8 @@ def init(key, d_in: int, d_hidden: int, *, rotate: bool = True) -> dict:
 
 
 def cell(params, h, x_t):
-    """One (Rot)GRU step from ``h (..., n)`` and ``x_t (..., d_in)``. Returns ``(h_t, h_t)``."""
+    """One (Rot)GRU step, eqs. 11–17 as written, from ``h (..., n)`` and ``x_t (..., d_in)``.
+    Returns ``(h_t, h_t)``."""
     xcat = jnp.concatenate([h, x_t], axis=-1)
     z = jax.nn.sigmoid(xcat @ params["W_z"].T + params["b_z"])
     d = h * jax.nn.sigmoid(xcat @ params["W_r"].T + params["b_r"])
@@ -47,7 +56,28 @@ def cell(params, h, x_t):
 
 
 def apply(params, u):
-    """Run the (Rot)GRU over ``u (..., L, d_in)`` from ``h_0 = 0``; returns ``(..., L, n)``."""
-    u, n = _check_input(params, u, "W_z")
-    h0 = jnp.zeros((*u.shape[:-2], n), u.dtype)
-    return _run(lambda h, x: cell(params, h, x), h0, u)
+    """Run the (Rot)GRU over real ``u (..., L, d_in)``, ``L >= 1``, from ``h_0 = 0``; returns
+    ``(..., L, n)``: the states of ``cell`` step by step, with the input parts of the gates
+    computed before the scan (see the module docstring)."""
+    u, n = _check_input(params, u, GRU_GATES, _ORIGIN)
+    dtype = dtype_of(params, u)
+    rotate = "W_rot" in params
+    hidden_gates = ("z", "r") + (("rot",) if rotate else ())
+    sizes = [n, n] + ([n // 2] if rotate else [])
+    W_h, W_x, b = fused_weights(params, hidden_gates + ("h",), n, dtype)
+    drive = u.astype(dtype) @ W_x.T + b                        # (..., L, G): all steps at once
+    gate_rows = sum(sizes)
+    W_gates_t = W_h[:gate_rows].T                              # h_{t-1} -> z, r, angles
+    W_cand_t = W_h[gate_rows:].T                               # r_t -> candidate ĥ_t
+
+    def step(h, drive_t):
+        z_x, cand_x = drive_t[..., :gate_rows], drive_t[..., gate_rows:]
+        parts = split_rows(z_x + h @ W_gates_t, sizes)
+        z = jax.nn.sigmoid(parts[0])
+        d = h * jax.nn.sigmoid(parts[1])
+        r = rotate_pairs(d, math.tau * jax.nn.sigmoid(parts[2])) if rotate else d
+        h_hat = jnp.tanh(cand_x + r @ W_cand_t)
+        h_new = (1 - z) * h + z * h_hat
+        return h_new, h_new
+
+    return run(step, jnp.zeros((*u.shape[:-2], n), dtype), drive)

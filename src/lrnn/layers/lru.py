@@ -30,11 +30,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._validate import (fail, require_positive_int, require_real,
+from .._validate import (fail, require_key, require_params, require_positive_int, require_real,
                         require_sequence)
 from ..scan import linear_scan
-
-TWO_PI = 2 * math.pi
 
 
 def _check_ring(r_min, r_max):
@@ -60,7 +58,7 @@ def _check_phase(max_phase):
 # Initialisation (Lemma 3.2, Appendix A)
 # ----------------------------------------------------------------------------------------
 
-def ring_from_uniforms(u1, u2, *, r_min=0.0, r_max=1.0, max_phase=TWO_PI):
+def ring_from_uniforms(u1, u2, *, r_min=0.0, r_max=1.0, max_phase=math.tau):
     """The map of LRU Lemma 3.2 from two uniforms on [0, 1] to ``(nu_log, theta_log)``.
 
     ``ν = -½ log(u1 (r_max² - r_min²) + r_min²)`` and ``θ = max_phase · u2``, so that
@@ -79,12 +77,13 @@ def ring_from_uniforms(u1, u2, *, r_min=0.0, r_max=1.0, max_phase=TWO_PI):
     return nu_log, theta_log
 
 
-def ring_init(key, n, r_min=0.0, r_max=1.0, max_phase=TWO_PI):
+def ring_init(key, n, r_min=0.0, r_max=1.0, max_phase=math.tau):
     """``n`` eigenvalues uniform on the ring ``r_min <= |λ| <= r_max`` (LRU Lemma 3.2).
 
     Draws ``u1, u2 ~ U(0, 1)`` of shape ``(n,)`` from ``jax.random.split(key)`` (in that
     order) and returns ``ring_from_uniforms(u1, u2, ...)``: ``(nu_log, theta_log)``, each
     of shape ``(n,)``."""
+    require_key("key", key)
     require_positive_int("n", n)
     r_min, r_max = _check_ring(r_min, r_max)
     max_phase = _check_phase(max_phase)
@@ -94,7 +93,7 @@ def ring_init(key, n, r_min=0.0, r_max=1.0, max_phase=TWO_PI):
     return ring_from_uniforms(u1, u2, r_min=r_min, r_max=r_max, max_phase=max_phase)
 
 
-def init(key, d_model, d_state, *, r_min=0.0, r_max=1.0, max_phase=TWO_PI, bidirectional=False):
+def init(key, d_model, d_state, *, r_min=0.0, r_max=1.0, max_phase=math.tau, bidirectional=False):
     """LRU parameters as in the paper's Appendix A (``init_lru_parameters``).
 
     Args:
@@ -116,9 +115,13 @@ def init(key, d_model, d_state, *, r_min=0.0, r_max=1.0, max_phase=TWO_PI, bidir
     Random streams: ``k_ring, k_bre, k_bim, k_cre, k_cim, k_d = jax.random.split(key, 6)``,
     with ``k_ring`` passed to ``ring_init``.
     """
+    require_key("key", key)
     require_positive_int("d_model", d_model)
     require_positive_int("d_state", d_state)
     r_min, r_max = _check_ring(r_min, r_max)
+    if r_min == 1.0:
+        fail("r_min", r_min, "a radius below 1: with r_min = r_max = 1 every |λ| = 1, so the "
+             "normalisation γ = sqrt(1 - |λ|²) of §3.4 is 0 and every state stays zero")
     max_phase = _check_phase(max_phase)
     k_ring, k_bre, k_bim, k_cre, k_cim, k_d = jax.random.split(key, 6)
     h, n = d_model, d_state
@@ -146,13 +149,27 @@ def eigenvalues(params):
     return jnp.exp(-jnp.exp(params["nu_log"]) + 1j * jnp.exp(params["theta_log"]))
 
 
-def _sizes(params):
+_STATE_KEYS = ("nu_log", "theta_log", "gamma_log", "B_re", "B_im")
+_OUTPUT_KEYS = ("C_re", "C_im", "D")
+
+
+def _sizes(params, keys=_STATE_KEYS + _OUTPUT_KEYS):
     """(H, N, bidirectional) from the parameter shapes, checking they agree."""
+    require_params("params", params, keys, "lrnn.lru.init")
+    if jnp.ndim(params["nu_log"]) != 1:
+        fail("params['nu_log']", params["nu_log"], "shape (N,)")
     n = jnp.shape(params["nu_log"])[0]
+    for name in ("theta_log", "gamma_log"):
+        if jnp.shape(params[name]) != (n,):
+            fail(f"params['{name}']", params[name], f"shape (N,) = ({n},) like nu_log")
     b_shape = jnp.shape(params["B_re"])
     if len(b_shape) != 2 or b_shape[0] != n:
         fail("params['B_re']", params["B_re"], f"shape (N, H) with N = {n} (the size of nu_log)")
     h = b_shape[1]
+    if jnp.shape(params["B_im"]) != b_shape:
+        fail("params['B_im']", params["B_im"], f"the shape of B_re, {tuple(b_shape)}")
+    if "C_re" not in keys:
+        return h, n, None
     c_shape = jnp.shape(params["C_re"])
     if c_shape not in ((h, n), (h, 2 * n)):
         fail("params['C_re']", params["C_re"],
@@ -188,8 +205,11 @@ def hidden_states(params, u, *, method="auto"):
       ``[..., :N]`` followed by the backward states ``[..., N:]``, which solve
       ``x_k = Λ x_{k+1} + exp(γ_log) ⊙ (B u_k)`` with ``x_{L+1} = 0``.
     """
-    h, _, bidirectional = _sizes(params)
-    u = _check_input(u, h)
+    h, _, bidirectional = _sizes(params, _STATE_KEYS + ("C_re",))
+    return _states(params, _check_input(u, h), bidirectional, method)
+
+
+def _states(params, u, bidirectional, method):
     lam = eigenvalues(params)
     bu = jnp.einsum("...lh,nh->...ln", u, normalized_B(params))
     x = linear_scan(lam, bu, method=method)
@@ -204,10 +224,12 @@ def apply(params, u, *, method="auto"):
 
     ``method`` is forwarded to ``lrnn.linear_scan``. Bidirectional: ``x_k`` is the
     concatenated state of ``hidden_states``."""
-    x = hidden_states(params, u, method=method)
+    h, _, bidirectional = _sizes(params)
+    u = _check_input(u, h)
+    x = _states(params, u, bidirectional, method)
     c = params["C_re"] + 1j * params["C_im"]
     y = jnp.einsum("...ln,hn->...lh", x, c).real
-    return y + params["D"] * jnp.asarray(u)
+    return y + params["D"] * u
 
 
 def impulse_response(params, L):

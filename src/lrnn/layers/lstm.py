@@ -10,17 +10,23 @@ RotLSTM, with ``x = [h_{t-1}, x_t]``:
 
 ``rotate=False`` drops the rotation (``c_t = d_t``): the plain LSTM baseline. The angles depend
 on ``h_{t-1}``, so the recurrence is not linear in the state and cannot use a parallel scan:
-``apply`` runs ``lax.scan`` over time. The GRU pair is in ``lrnn.layers.gru``.
+``apply`` runs ``lax.scan`` over time, with the input part of every gate computed for all steps
+before the scan and one fused ``h_{t-1}`` product per step (see ``lrnn.layers._gated``). The GRU
+pair is in ``lrnn.layers.gru``.
 """
 from __future__ import annotations
+
+import math
 
 import jax
 import jax.numpy as jnp
 
 from ..orthogonal import rotate_pairs
-from ._gated import _check_input, _check_sizes, _run, _uniform, angles
+from ._gated import (_check_input, _check_sizes, _uniform, angles, dtype_of, fused_weights, run,
+                     split_rows)
 
 LSTM_GATES = ("f", "i", "o", "c")
+_ORIGIN = "lrnn.layers.lstm.init (lrnn.rotlstm.init)"
 
 
 def init(key, d_in: int, d_hidden: int, *, rotate: bool = True) -> dict:
@@ -30,7 +36,7 @@ def init(key, d_in: int, d_hidden: int, *, rotate: bool = True) -> dict:
     ``[h_{t-1}, x_t]``, eq. 3), biases ``b_f, b_i, b_o, b_c`` of shape ``(n,)`` and, when
     ``rotate``, ``W_rot (n/2, n + d_in)`` and ``b_rot (n/2,)``. Weights are uniform in
     ±1/sqrt(n + d_in); the forget bias starts at 1, the other biases at 0."""
-    _check_sizes(d_in, d_hidden, rotate)
+    _check_sizes(key, d_in, d_hidden, rotate)
     n, fan_in = d_hidden, d_hidden + d_in
     keys = jax.random.split(key, 5)
     params = {f"W_{g}": _uniform(k, (n, fan_in), fan_in) for g, k in zip(LSTM_GATES, keys)}
@@ -43,8 +49,8 @@ def init(key, d_in: int, d_hidden: int, *, rotate: bool = True) -> dict:
 
 
 def cell(params, carry, x_t):
-    """One (Rot)LSTM step. ``carry = (h, c)`` each ``(..., n)``; ``x_t`` is ``(..., d_in)``.
-    Returns ``((h_t, c_t), h_t)``."""
+    """One (Rot)LSTM step, eqs. 3–10 as written. ``carry = (h, c)`` each ``(..., n)``; ``x_t``
+    is ``(..., d_in)``. Returns ``((h_t, c_t), h_t)``."""
     h, c = carry
     xcat = jnp.concatenate([h, x_t], axis=-1)
 
@@ -59,8 +65,27 @@ def cell(params, carry, x_t):
 
 
 def apply(params, u):
-    """Run the (Rot)LSTM over ``u`` of shape ``(..., L, d_in)`` from ``h_0 = c_0 = 0``.
-    Returns ``h`` of shape ``(..., L, n)``."""
-    u, n = _check_input(params, u, "W_f")
-    zeros = jnp.zeros((*u.shape[:-2], n), u.dtype)
-    return _run(lambda carry, x: cell(params, carry, x), (zeros, zeros), u)
+    """Run the (Rot)LSTM over real ``u`` of shape ``(..., L, d_in)``, ``L >= 1``, from
+    ``h_0 = c_0 = 0``. Returns ``h`` of shape ``(..., L, n)``: the states of ``cell`` step by
+    step, computed with every gate's input part before the scan and one product
+    ``h_{t-1} W_hᵀ`` of the stacked recurrent weights per step."""
+    u, n = _check_input(params, u, LSTM_GATES, _ORIGIN)
+    dtype = dtype_of(params, u)
+    rotate = "W_rot" in params
+    gates = LSTM_GATES + (("rot",) if rotate else ())
+    sizes = [n] * 4 + ([n // 2] if rotate else [])
+    W_h, W_x, b = fused_weights(params, gates, n, dtype)
+    drive = u.astype(dtype) @ W_x.T + b                        # (..., L, G): all steps at once
+    W_h_t = W_h.T
+
+    def step(carry, z_t):
+        h, c = carry
+        parts = split_rows(z_t + h @ W_h_t, sizes)
+        f, i, o = (jax.nn.sigmoid(p) for p in parts[:3])
+        d = f * c + i * jnp.tanh(parts[3])
+        c_new = rotate_pairs(d, math.tau * jax.nn.sigmoid(parts[4])) if rotate else d
+        h_new = o * jnp.tanh(c_new)
+        return (h_new, c_new), h_new
+
+    zeros = jnp.zeros((*u.shape[:-2], n), dtype)
+    return run(step, (zeros, zeros), drive)

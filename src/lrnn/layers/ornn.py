@@ -4,8 +4,25 @@ reflections (Mhammedi et al., 2017), so it is orthogonal for every parameter val
     h_t = φ(W h_{t-1} + V x_t + b),    φ(z) = max(z/10, z)    (leaky ReLU, oRNN §5)
 
 with ``W = H_n(u_n) ⋯ H_{n-m+1}(u_{n-m+1})`` (oRNN eq. 8; times ``H_1(u_1)`` of eq. 7 when
-``m = n``). ``W h`` is computed by ``lrnn.orthogonal.wy_transform`` (oRNN Algorithm 1), m
-reflections of O(n) each, so a step costs O(n·m) instead of O(n²); ``W`` is never formed.
+``m = n``). ``activation="oplu"`` replaces φ by OPLU (Chernodub & Nowicki 2016), which the
+paper needed on the copying task (§5.5): each pair ``(z_{2i-1}, z_{2i})`` becomes
+``(max, min)``, a permutation, so ``‖φ(z)‖ = ‖z‖``.
+
+Two formulations compute the same states (``apply(..., formulation=...)``):
+
+* ``"dense"``: form ``W`` once per forward pass (on a CPU by applying the m reflections to
+  the identity, O(n²·m); on a GPU by the compact WY form ``I - U T⁻¹ Uᵀ`` of oRNN Prop. 1, a
+  few products; gradients flow through either), then one ``(batch, n) × (n, n)`` product per
+  time step, like any RNN. On a GPU a step costs what
+  its kernel launches cost, not its multiply-adds, so this is the fast one there, and on a
+  CPU for all but the smallest batches.
+* ``"reflections"``: never form ``W``; apply the m reflections to ``h`` at every step
+  (oRNN Algorithm 1, O(n·m) multiply-adds per step, m dependent operations), with the
+  paper's backward pass (Theorem 2). The paper's count O(n·m) < O(n²) wins only when the
+  batch is tiny and m ≪ n on a CPU (§6: "mini-batch size close to 1").
+
+``"auto"`` asks :func:`choose_formulation`. Both agree to float rounding (tested in float64
+against a NumPy transcription of the paper).
 
 Parameters (a plain dict, symbols of the paper):
 
@@ -26,11 +43,25 @@ import math
 import jax
 import jax.numpy as jnp
 
-from .._validate import fail, require_positive_int
-from ..orthogonal import _apply_h1, _check_U, eq9_mask, householder_product, wy_transform_columns
+from .._validate import fail, require_choice, require_key, require_params, require_positive_int
+from .._validate import require_sequence
+from ..orthogonal import (check_reflections, compact_wy, eq9_mask, reflect_identity,
+                          reflect_vectors, reflection_columns, require_reflection_count)
+
+FORMULATIONS = ("auto", "dense", "reflections")
+
+#: ``choose_formulation`` picks ``"reflections"`` on a CPU only when ``m <= (n /
+#: REFLECTIONS_SCALE)²`` (n = 128: m <= 4; n = 256: m <= 16): the crossover measured on a
+#: 2-core CPU, where one step of the dense formulation costs about n² multiply-adds per
+#: sequence and one of the reflections m passes of O(n) plus m operations' fixed overhead
+#: (``python -m lrnn.bench layer``, its oRNN batch sweep; ``book/data/bench_layer_cpu.json``).
+REFLECTIONS_SCALE = 64
+#: How the dense formulation forms W on each backend (see ``_form_W``); other backends: "wy".
+W_BUILDERS = {"cpu": "identity", "gpu": "wy"}
 
 
-def init(key, d_in: int, d_hidden: int, n_reflections: int, *, learn_h0: bool = False) -> dict:
+def init(key, d_in: int, d_hidden: int, n_reflections: int | None = None, *,
+         learn_h0: bool = False) -> dict:
     """Random oRNN parameters (uniform initialisations in the spirit of oRNN §5, zero bias).
 
     ``U`` entries on and below the diagonal ~ U(-1, 1) (eq. 9 layout, zeros elsewhere);
@@ -41,17 +72,18 @@ def init(key, d_in: int, d_hidden: int, n_reflections: int, *, learn_h0: bool = 
       key: a PRNG key.
       d_in: input size.
       d_hidden: ``n``, the hidden size.
-      n_reflections: ``m``, the number of reflection vectors, ``1 <= m <= n``.
+      n_reflections: ``m``, the number of reflection vectors, ``1 <= m <= n`` (default ``n``:
+        every orthogonal matrix is reachable, Theorem 1).
     Returns:
       dict with ``U (n, m)``, ``V (n, d_in)``, ``b (n,)``, and ``h0 (n,)`` / ``u1 ()`` as above.
     """
+    require_key("key", key)
     require_positive_int("d_in", d_in)
     require_positive_int("d_hidden", d_hidden)
-    require_positive_int("n_reflections", n_reflections)
-    n, m = d_hidden, n_reflections
-    if m > n:
-        raise ValueError(f"`n_reflections`: got {m!r}, expected at most d_hidden = {n} "
-                         "(m <= n reflection vectors, oRNN eq. 8).")
+    n = d_hidden
+    m = n if n_reflections is None else n_reflections
+    require_positive_int("n_reflections", m)
+    require_reflection_count("n_reflections", m, n, "d_hidden")
     k_u, k_v, k_h = jax.random.split(key, 3)
     U = jax.random.uniform(k_u, (n, m), minval=-1.0, maxval=1.0) * eq9_mask(n, m)
     a = math.sqrt(6.0 / (n + d_in))
@@ -68,6 +100,10 @@ def init(key, d_in: int, d_hidden: int, n_reflections: int, *, learn_h0: bool = 
     return params
 
 
+# ----------------------------------------------------------------------------------------
+# The pieces of the recurrence (pure: no checks)
+# ----------------------------------------------------------------------------------------
+
 @jax.custom_jvp
 def sign_u1(u1):
     """``+1`` where ``u1 > 0`` and ``-1`` otherwise (oRNN §5), with a straight-through
@@ -81,81 +117,173 @@ def _sign_u1_jvp(primals, tangents):
     return sign_u1(u1), jnp.asarray(t, jnp.result_type(u1, float))
 
 
-def _fail_params(params, expected):
-    got = f"a dict with keys {sorted(params)}" if isinstance(params, dict) else \
-        f"an object of type {type(params).__name__}"
-    raise ValueError(f"`params`: got {got}, expected {expected}.")
-
-
-def _unpack(params):
-    """Validate ``params`` and return ``(reflection columns, u1 sign or None, V, b, h0)``."""
-    if not isinstance(params, dict):
-        _fail_params(params, "a dict with keys 'U', 'V', 'b' (from lrnn.ornn.init)")
-    for name in ("U", "V", "b"):
-        if name not in params:
-            _fail_params(params, f"a dict with key {name!r} (from lrnn.ornn.init)")
-    U = jnp.asarray(params["U"])
-    if U.ndim != 2:
-        fail("params['U']", U, "shape (n, m) (oRNN eq. 9)")
-    n, m = U.shape
-    if m > n:
-        fail("params['U']", U, f"at most n = {n} columns (m <= n, oRNN eq. 8)")
-    if m == n:
-        if "u1" not in params:
-            _fail_params(params, "a key 'u1' (a scalar) when U has m = n columns")
-        u1 = jnp.asarray(params["u1"])
-        if u1.shape != ():
-            fail("params['u1']", u1, "a scalar (oRNN eq. 7)")
-        sign = sign_u1(u1)
-    else:
-        if "u1" in params:
-            fail("params['u1']", params["u1"], f"no 'u1' entry when m = {m} < n = {n}")
-        sign = None
-    cols, sign = _check_U(U, sign, name="params['U']")
-    V = jnp.asarray(params["V"])
-    if V.ndim != 2 or V.shape[0] != n:
-        fail("params['V']", V, f"shape (n, d_in) with n = {n}")
-    b = jnp.asarray(params["b"])
-    if b.shape != (n,):
-        fail("params['b']", b, f"shape ({n},)")
-    h0 = jnp.asarray(params["h0"]) if "h0" in params else jnp.zeros((n,), b.dtype)
-    if h0.shape != (n,):
-        fail("params['h0']", h0, f"shape ({n},)")
-    return cols, sign, V, b, h0
-
-
-def _transition_apply(cols, sign, h):
-    """``W h`` (oRNN Algorithm 1 forward; ``H_1(u_1)`` first when m = n)."""
-    if sign is not None:
-        h = _apply_h1(sign, h)
-    return wy_transform_columns(cols, h) if cols.shape[1] else h
-
-
 def leaky_relu(z):
     """``φ(z) = max(z/10, z)`` (oRNN §5)."""
     return jnp.maximum(z / 10, z)
 
 
-def transition(params) -> jax.Array:
-    """The dense transition matrix ``W`` of shape ``(n, n)`` (oRNN eq. 8), orthogonal for
-    every parameter value (nonzero reflection vectors). For inspection and tests."""
-    _unpack(params)
-    n, m = jnp.shape(params["U"])
-    sign = sign_u1(jnp.asarray(params["u1"])) if m == n else None
-    return householder_product(params["U"], sign)
+def oplu(z):
+    """OPLU (Chernodub & Nowicki 2016; oRNN §5.5): each pair ``(z_{2i-1}, z_{2i})`` of the
+    last axis becomes ``(max(z_{2i-1}, z_{2i}), min(z_{2i-1}, z_{2i}))``. A permutation of
+    the entries, so it preserves the norm. The last axis must have even size."""
+    pairs = z.reshape(*z.shape[:-1], z.shape[-1] // 2, 2)
+    a, b = pairs[..., 0], pairs[..., 1]
+    return jnp.stack([jnp.maximum(a, b), jnp.minimum(a, b)], axis=-1).reshape(z.shape)
 
 
-def step(params, h, x_t):
-    """One oRNN step ``h_t = φ(W h_{t-1} + V x_t + b)``.
+ACTIVATIONS = {"leaky_relu": leaky_relu, "oplu": oplu}
+
+
+def _transition_parts(params):
+    """``(reflection columns, u1 sign or None)`` of the checked ``params``. Pure."""
+    U = jnp.asarray(params["U"])
+    sign = sign_u1(jnp.asarray(params["u1"])) if "u1" in params else None
+    return reflection_columns(U), sign
+
+
+def _form_W(cols, sign, backend=None):
+    """W for the dense formulation, built as :data:`W_BUILDERS` says for the backend. On a
+    CPU: the reflections applied to the identity one at a time (``reflect_identity``), the
+    closest to float64; its m dependent rank-one updates cost little there next to the scan
+    over time. On a GPU: the compact WY form ``I - U T⁻¹ Uᵀ`` (``compact_wy``, oRNN Prop. 1),
+    a Gram matrix, a triangular solve and a product, because there every dependent step costs
+    a kernel launch (``python -m lrnn.bench layer --construction`` measures both builders:
+    time, float32 error, orthogonality and gradient error against float64)."""
+    builder = W_BUILDERS.get(backend or jax.default_backend(), "wy")
+    return reflect_identity(cols, sign) if builder == "identity" else compact_wy(cols, sign)
+
+
+def _run_dense(W, drive, h0, phi):
+    """``h_t = φ(W h_{t-1} + z_t)`` over time (axis -2 of ``drive``): one product per step."""
+    W_t = W.T
+
+    def body(h, z):
+        h = phi(h @ W_t + z)
+        return h, h
+
+    _, hs = jax.lax.scan(body, h0, jnp.moveaxis(drive, -2, 0))
+    return jnp.moveaxis(hs, 0, -2)
+
+
+def _run_reflections(cols, sign, drive, h0, phi):
+    """The same recurrence with ``W h`` by oRNN Algorithm 1 at every step (``W`` never formed)."""
+    def body(h, z):
+        h = phi(reflect_vectors(cols, sign, h) + z)
+        return h, h
+
+    _, hs = jax.lax.scan(body, h0, jnp.moveaxis(drive, -2, 0))
+    return jnp.moveaxis(hs, 0, -2)
+
+
+# ----------------------------------------------------------------------------------------
+# Checks (once, at the public entry points)
+# ----------------------------------------------------------------------------------------
+
+def _check_params(params):
+    """Validate the shapes of ``params`` (and, on host data, the reflection vectors and
+    ``u1``); return ``(n, m, d_in)``."""
+    require_params("params", params, ("U", "V", "b"), "lrnn.ornn.init")
+    U = params["U"]
+    if jnp.ndim(U) != 2:
+        fail("params['U']", U, "shape (n, m) (oRNN eq. 9)")
+    n, m = jnp.shape(U)
+    require_reflection_count("params['U'] (its columns)", m, n)
+    if m == n:
+        if "u1" not in params:
+            require_params("params", params, ("u1",), "lrnn.ornn.init, with m = n reflections")
+        if jnp.shape(params["u1"]) != ():
+            fail("params['u1']", params["u1"], "a scalar (oRNN eq. 7)")
+    elif "u1" in params:
+        fail("params['u1']", params["u1"], f"no 'u1' entry when m = {m} < n = {n}")
+    check_reflections(U, 1.0 if m == n else None, name="params['U']")
+    V = params["V"]
+    if jnp.ndim(V) != 2 or jnp.shape(V)[0] != n:
+        fail("params['V']", V, f"shape (n, d_in) with n = {n}")
+    if jnp.shape(params["b"]) != (n,):
+        fail("params['b']", params["b"], f"shape ({n},)")
+    if "h0" in params and jnp.shape(params["h0"]) != (n,):
+        fail("params['h0']", params["h0"], f"shape ({n},)")
+    return n, m, jnp.shape(V)[1]
+
+
+def _check_activation(activation, n):
+    require_choice("activation", activation, ACTIVATIONS)
+    if activation == "oplu" and n % 2:
+        fail("activation", activation, f"an activation other than 'oplu' for an odd hidden "
+             f"size n = {n} (OPLU acts on pairs of units)")
+    return ACTIVATIONS[activation]
+
+
+def _dtype(params, *arrays):
+    return jnp.result_type(*(jnp.asarray(v).dtype for v in params.values()),
+                           *(a.dtype for a in arrays), float)
+
+
+# ----------------------------------------------------------------------------------------
+# Public functions
+# ----------------------------------------------------------------------------------------
+
+def transition_matrix(params) -> jax.Array:
+    """The dense transition matrix ``W`` of shape ``(n, n)`` (oRNN eq. 8, times ``H_1`` of
+    eq. 7 when ``m = n``), orthogonal for every parameter value (nonzero reflection vectors):
+    the matrix that ``apply(..., formulation="dense")`` forms once per forward pass, at full
+    float32 precision (on a CPU the reflections applied to the identity, on a GPU the compact
+    WY form; see ``_form_W``). Differentiable with respect to ``U`` (and ``u1``, straight
+    through)."""
+    _check_params(params)
+    cols, sign = _transition_parts(params)
+    dtype = _dtype(params)
+    return _form_W(cols.astype(dtype), None if sign is None else sign.astype(dtype))
+
+
+transition = transition_matrix          # the name of earlier versions
+
+
+def choose_formulation(batch: int, n: int, m: int, backend: str | None = None):
+    """Which formulation ``apply(..., formulation="auto")`` uses, and why.
+
+    ``"reflections"`` only on a CPU, when ``m <= (n / REFLECTIONS_SCALE)²``: there the m
+    reflection passes of O(n) per step, each with its fixed cost, are cheaper than one
+    ``(n, n)`` product. Everywhere else ``"dense"``: ``W`` formed once per forward pass and one
+    ``(batch, n) × (n, n)`` product per step. On a GPU every dependent operation costs a
+    kernel launch, so ``"dense"`` always. The batch hardly moves the CPU crossover (both
+    costs grow with it); the paper's §6 remark that its method pays off for mini-batches near
+    1 compares it with methods that spend O(n³) per sequence, not with a product per step.
+
+    Args:
+      batch: number of sequences run together (the product of the leading dimensions); kept
+        in the reason, it does not change the choice.
+      n, m: hidden size and number of reflections.
+      backend: ``"cpu"``, ``"gpu"``, ``"tpu"``; default ``jax.default_backend()``.
+    Returns:
+      ``(name, reason)``: ``"dense"`` or ``"reflections"`` and one sentence.
+    """
+    backend = backend or jax.default_backend()
+    if backend != "cpu":
+        return "dense", (f"{backend}, batch {batch}: one (batch, n) x (n, n) product per step; "
+                         f"each of the m = {m} dependent reflection updates would cost a kernel "
+                         "launch")
+    limit = (n / REFLECTIONS_SCALE) ** 2
+    if m <= limit:
+        return "reflections", (f"CPU, batch {batch}, m = {m} <= (n/{REFLECTIONS_SCALE})² = "
+                               f"{limit:g}: m O(n) reflection passes per step cost less than "
+                               "one (n, n) product")
+    return "dense", (f"CPU, batch {batch}, m = {m} > (n/{REFLECTIONS_SCALE})² = {limit:g}: one "
+                     "(n, n) product per step is cheaper than m dependent reflection passes")
+
+
+def step(params, h, x_t, *, activation: str = "leaky_relu"):
+    """One oRNN step ``h_t = φ(W h_{t-1} + V x_t + b)``, with ``W h`` by oRNN Algorithm 1.
 
     Args:
       h: ``h_{t-1}``, shape ``(..., n)``.
       x_t: shape ``(..., d_in)`` with the same leading (batch) dimensions as ``h``.
+      activation: ``"leaky_relu"`` (§5) or ``"oplu"`` (§5.5).
     Returns:
       ``h_t``, shape ``(..., n)``.
     """
-    cols, sign, V, b, _ = _unpack(params)
-    n, d_in = V.shape
+    n, _, d_in = _check_params(params)
+    phi = _check_activation(activation, n)
     h = jnp.asarray(h)
     x_t = jnp.asarray(x_t)
     if h.ndim < 1 or h.shape[-1] != n:
@@ -164,38 +292,48 @@ def step(params, h, x_t):
         fail("x_t", x_t, f"shape (..., d_in) with d_in = {d_in}")
     if x_t.shape[:-1] != h.shape[:-1]:
         fail("x_t", x_t, f"the batch dimensions of h, {h.shape[:-1]}")
-    dtype = jnp.result_type(cols.dtype, V.dtype, h.dtype, x_t.dtype, float)
-    cols, h = cols.astype(dtype), h.astype(dtype)
-    return leaky_relu(_transition_apply(cols, sign, h) + x_t.astype(dtype) @ V.T.astype(dtype)
-                      + b.astype(dtype))
+    for name, x in (("h", h), ("x_t", x_t)):
+        if jnp.iscomplexobj(x):
+            fail(name, x, "a real array")
+    dtype = _dtype(params, h, x_t)
+    cols, sign = _transition_parts(params)
+    sign = None if sign is None else sign.astype(dtype)
+    z = x_t.astype(dtype) @ params["V"].T.astype(dtype) + params["b"].astype(dtype)
+    return phi(reflect_vectors(cols.astype(dtype), sign, h.astype(dtype)) + z)
 
 
-def apply(params, u):
+def apply(params, u, *, formulation: str = "auto", activation: str = "leaky_relu"):
     """Run the oRNN over a sequence: ``h_t = φ(W h_{t-1} + V x_t + b)`` for ``t = 1, …, L``,
-    starting from ``h0`` (learnt, or zero), with ``W h`` computed in O(n·m) by oRNN
-    Algorithm 1 inside a ``lax.scan`` over time.
+    starting from ``h0`` (learnt, or zero). The input drive ``V x_t + b`` of every step is one
+    product before the scan over time.
 
     Args:
-      u: inputs of shape ``(..., L, d_in)``; leading dimensions are batch dimensions.
+      params: from ``init``.
+      u: real inputs of shape ``(..., L, d_in)``, ``L >= 1``; leading dimensions are batch
+        dimensions.
+      formulation: ``"dense"`` (``W`` formed once, one product per step), ``"reflections"``
+        (Algorithm 1 at every step) or ``"auto"`` (:func:`choose_formulation`).
+      activation: ``"leaky_relu"`` (§5) or ``"oplu"`` (§5.5, even ``n``).
     Returns:
       hidden states ``h_1, …, h_L`` of shape ``(..., L, n)``.
     """
-    cols, sign, V, b, h0 = _unpack(params)
-    n, d_in = V.shape
-    u = jnp.asarray(u)
-    if u.ndim < 2 or u.shape[-1] != d_in:
-        fail("u", u, f"shape (..., L, d_in) with d_in = {d_in}")
-    dtype = jnp.result_type(cols.dtype, V.dtype, b.dtype, h0.dtype, u.dtype, float)
+    n, m, d_in = _check_params(params)
+    require_choice("formulation", formulation, FORMULATIONS)
+    phi = _check_activation(activation, n)
+    u = require_sequence("u", u, d_in, "d_in")
+    if formulation == "auto":
+        batch = math.prod(u.shape[:-2])
+        formulation, _ = choose_formulation(batch, n, m)
+    dtype = _dtype(params, u)
+    cols, sign = _transition_parts(params)
     cols = cols.astype(dtype)
-    drive = u.astype(dtype) @ V.T.astype(dtype) + b.astype(dtype)        # (..., L, n)
-    carry = jnp.broadcast_to(h0.astype(dtype), u.shape[:-2] + (n,))
-
-    def body(h, z):
-        h = leaky_relu(_transition_apply(cols, sign, h) + z)
-        return h, h
-
-    _, hs = jax.lax.scan(body, carry, jnp.moveaxis(drive, -2, 0))
-    return jnp.moveaxis(hs, 0, -2)
+    sign = None if sign is None else sign.astype(dtype)
+    drive = u.astype(dtype) @ params["V"].T.astype(dtype) + params["b"].astype(dtype)
+    h0 = jnp.asarray(params["h0"]).astype(dtype) if "h0" in params else jnp.zeros((n,), dtype)
+    h0 = jnp.broadcast_to(h0, u.shape[:-2] + (n,))
+    if formulation == "dense":
+        return _run_dense(_form_W(cols, sign), drive, h0, phi)
+    return _run_reflections(cols, sign, drive, h0, phi)
 
 
 def project(params) -> dict:
@@ -203,6 +341,7 @@ def project(params) -> dict:
     structure and set ``u1`` to ``-1`` if ``u1 <= 0``, ``+1`` otherwise. Not needed for
     correctness here (the forward pass already masks and takes the sign), but it keeps the
     stored parameters equal to the ones in use."""
+    _check_params(params)
     out = dict(params)
     n, m = jnp.shape(params["U"])
     out["U"] = params["U"] * eq9_mask(n, m).astype(jnp.asarray(params["U"]).dtype)

@@ -39,14 +39,11 @@ import math
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from .._validate import (fail, require_positive_int, require_real,
+from .._validate import (fail, require_key, require_params, require_positive_int, require_real,
                         require_sequence)
 from ..orthogonal import block_rotation, skew_expm
 from ..scan import rotation_scan
-
-TWO_PI = 2 * math.pi
 
 
 def head_size(d_state, n_heads) -> int:
@@ -64,7 +61,7 @@ def head_size(d_state, n_heads) -> int:
     return n
 
 
-def init(key, d_model, d_state, n_heads, *, gamma_min=0.9, gamma_max=0.999, max_phase=TWO_PI,
+def init(key, d_model, d_state, n_heads, *, gamma_min=0.9, gamma_max=0.999, max_phase=math.tau,
          bidirectional=False):
     """RotRNN parameters.
 
@@ -90,6 +87,7 @@ def init(key, d_model, d_state, n_heads, *, gamma_min=0.9, gamma_max=0.999, max_
 
     Random streams: ``k_m, k_theta, k_gamma, k_b, k_c, k_d, k_crev = jax.random.split(key, 7)``.
     """
+    require_key("key", key)
     require_positive_int("d_model", d_model)
     n = head_size(d_state, n_heads)
     gamma_min = require_real("gamma_min", gamma_min)
@@ -125,8 +123,12 @@ def init(key, d_model, d_state, n_heads, *, gamma_min=0.9, gamma_max=0.999, max_
 # Derived quantities
 # ----------------------------------------------------------------------------------------
 
-def _sizes(params):
+_STATE_KEYS = ("M", "theta", "nu_log", "B")
+
+
+def _sizes(params, keys=_STATE_KEYS + ("C", "D")):
     """(H, n, K) from the parameter shapes, checking that they agree."""
+    require_params("params", params, keys, "lrnn.rotrnn.init")
     m_shape = jnp.shape(params["M"])
     if len(m_shape) != 3 or m_shape[1] != m_shape[2] or m_shape[1] % 2:
         fail("params['M']", params["M"], "shape (H, n, n) with n even")
@@ -188,7 +190,7 @@ def _check_input(u, k):
 
 def _rotated_states(params, u, p, *, scale_first_state, reverse, method):
     """``z = Pᵀ x``, shape ``(..., L, H, n)``: the scan of App. B.1 in the rotated basis."""
-    h, n, _ = _sizes(params)
+    h, n, _ = _sizes(params, _STATE_KEYS)
     b_rot = jnp.swapaxes(p, -1, -2) @ params["B"]                         # (H, n, K): PᵀB
     drive = jnp.einsum("hnk,...lk->...lhn", b_rot, u)                     # (PᵀB) u_t
     coef = xi(params)
@@ -220,7 +222,7 @@ def hidden_states(params, u, *, scale_first_state=False, reverse=False, method="
     Returns:
       real ``(..., L, H, n)``, in the original basis (``x = P z``).
     """
-    _, _, k = _sizes(params)
+    _, _, k = _sizes(params, _STATE_KEYS)
     u = _check_input(u, k)
     p = P(params)
     z = _rotated_states(params, u, p, scale_first_state=scale_first_state, reverse=reverse,

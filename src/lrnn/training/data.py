@@ -352,7 +352,14 @@ def listops(n: int, *, max_length: int = 1000, min_length: int = 1, max_depth: i
 
 
 def listops_decode(ids) -> list:
-    """Token ids of one sequence -> token strings, padding dropped."""
+    """Token ids of one sequence -> token strings, padding dropped. ValueError for an id
+    outside ``0 .. len(LISTOPS_VOCAB) - 1`` (no negative indexing from the end)."""
+    ids = np.asarray(ids)
+    if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
+        fail("ids", ids, "a 1-d sequence of integer token ids")
+    bad = ids[(ids < 0) | (ids >= len(LISTOPS_VOCAB))]
+    if bad.size:
+        fail("ids", ids, f"token ids in 0 .. {len(LISTOPS_VOCAB) - 1} (found {int(bad[0])})")
     return [LISTOPS_VOCAB[int(i)] for i in ids if int(i) != 0]
 
 

@@ -21,6 +21,7 @@ import csv
 import dataclasses
 import json
 import math
+import numbers
 import os
 import sys
 import time
@@ -32,16 +33,33 @@ import optax
 
 from . import data as data_lib
 from .. import model as model_lib
-from .._validate import fail, require_choice, require_positive_int
+from .._validate import fail, require_choice, require_finite, require_positive_int
 
 
 def _f(default, help):
     return dataclasses.field(default=default, metadata={"help": help})
 
 
-@dataclasses.dataclass
+#: ModelConfig fields that a run takes from its task, not from a flag (``pool`` has its own
+#: TrainConfig field: ``None`` lets the task decide).
+TASK_FIELDS = ("d_output", "d_input", "vocab_size", "pool")
+#: The model flags of a run: ``--model`` is ``ModelConfig.layer``; every other ModelConfig
+#: field outside :data:`TASK_FIELDS` keeps its name. Help texts and defaults are
+#: ModelConfig's own.
+MODEL_FLAGS = {"model": "layer", **{f.name: f.name for f in dataclasses.fields(model_lib.ModelConfig)
+                                    if f.name not in TASK_FIELDS + ("layer",)}}
+
+
+@dataclasses.dataclass(frozen=True, init=False)
 class TrainConfig:
-    """Everything that defines a run; each field is a ``--flag`` of the command line."""
+    """Everything that defines a run; each field is a ``--flag`` of the command line.
+
+    The model is one nested :class:`lrnn.model.ModelConfig`, ``network``, whose fields are
+    flags too (``--model`` sets its ``layer``; see :data:`MODEL_FLAGS`). They are passed and read
+    flat, as before: ``TrainConfig(model="lru", d_state=32).d_state == 32``; its task fields
+    (:data:`TASK_FIELDS`) are set from the task by :func:`model_config`. ``to_dict()`` gives the
+    flat dictionary stored with results and checkpoints.
+    """
     task: str = _f("adding", f"task: one of {', '.join(data_lib.TASKS)}")
     seq_len: int | None = _f(None, "adding: T; copying: delay T; listops: max length; "
                                    "MNIST: 784 (default: the task's own)")
@@ -49,22 +67,8 @@ class TrainConfig:
     n_train: int | None = _f(None, "listops: number of training expressions (default 10000)")
     listops_depth: int = _f(10, "listops: maximum tree depth (LRA uses 10)")
     n_test: int = _f(1000, "size of the test set (synthetic tasks and listops)")
-    model: str = _f("lru", f"recurrent layer: one of {', '.join(model_lib.LAYERS)}")
-    depth: int = _f(2, "number of residual blocks")
-    d_model: int = _f(64, "model width H")
-    d_state: int = _f(64, "LRU states N / RotRNN total state / hidden size of oRNN, (Rot)LSTM, (Rot)GRU")
-    n_heads: int = _f(8, "RotRNN heads (d_state must be n_heads times an even number)")
-    n_reflections: int | None = _f(None, "oRNN Householder reflections m (default d_state)")
-    norm: str = _f("layer", "normalisation in each block: layer or batch")
+    network: model_lib.ModelConfig = dataclasses.field(default_factory=model_lib.ModelConfig)
     pool: str | None = _f(None, "mean, last or none (default: none for copying, mean otherwise)")
-    dropout: float = _f(0.0, "dropout rate after each GLU")
-    bidirectional: bool = _f(False, "bidirectional recurrent layers (lru and rotrnn only)")
-    r_min: float = _f(0.0, "LRU: smallest initial eigenvalue modulus (Lemma 3.2)")
-    r_max: float = _f(1.0, "LRU: largest initial eigenvalue modulus")
-    max_phase: float = _f(2 * math.pi, "LRU/RotRNN: initial phases uniform in [0, max_phase]")
-    gamma_min: float = _f(0.9, "RotRNN: smallest initial decay γ")
-    gamma_max: float = _f(0.999, "RotRNN: largest initial decay γ")
-    scan_method: str = _f("auto", "scan backend of LRU/RotRNN layers: auto, sequential, associative, chunked")
     steps: int = _f(1000, "number of optimisation steps")
     batch_size: int = _f(32, "sequences per step")
     lr: float = _f(1e-3, "peak learning rate")
@@ -79,19 +83,77 @@ class TrainConfig:
     checkpoint_every: int = _f(0, "write the checkpoint every this many steps (0: only at the end)")
     out: str | None = _f(None, "write the metrics history here (.json or .csv)")
 
-    def __post_init__(self):
+    def __init__(self, network: model_lib.ModelConfig | None = None, **options):
+        own = {f.name: f for f in dataclasses.fields(self) if f.name != "network"}
+        unknown = sorted(set(options) - set(own) - set(MODEL_FLAGS))
+        if unknown:
+            raise TypeError(f"TrainConfig() got unexpected keyword arguments {unknown}; "
+                            f"expected fields of TrainConfig or model flags {list(MODEL_FLAGS)}")
+        if network is None:
+            network = model_lib.ModelConfig()
+        elif not isinstance(network, model_lib.ModelConfig):
+            fail("network", network, "an lrnn.model.ModelConfig")
+        if "model" in options:                    # the flag's name, not ModelConfig's `layer`
+            require_choice("model", options["model"], model_lib.layers.names())
+        changes = {MODEL_FLAGS[k]: options.pop(k) for k in list(options) if k in MODEL_FLAGS}
+        object.__setattr__(self, "network", dataclasses.replace(network, **changes))
+        for name, f in own.items():
+            object.__setattr__(self, name, options.get(name, f.default))
+        self._check()
+
+    def __getattr__(self, name):
+        """The model flags, read flat: ``cfg.d_state`` is ``cfg.network.d_state`` and
+        ``cfg.model`` is ``cfg.network.layer``."""
+        if name in MODEL_FLAGS and "network" in self.__dict__:
+            return getattr(self.__dict__["network"], MODEL_FLAGS[name])
+        raise AttributeError(f"'TrainConfig' object has no attribute {name!r}")
+
+    def to_dict(self) -> dict:
+        """Every flag and its value, flat (the ``config`` of stored results and checkpoints)."""
+        return {name: getattr(self, name) for name in FLAGS}
+
+    def _check(self):
         require_choice("task", self.task, data_lib.TASKS)
-        require_choice("model", self.model, model_lib.LAYERS)
-        for name in ("steps", "batch_size", "eval_every", "eval_batch", "n_test", "copy_k"):
+        for name in ("steps", "batch_size", "eval_every", "eval_batch", "n_test", "copy_k",
+                     "listops_depth"):
             require_positive_int(name, getattr(self, name))
-        if not self.lr > 0:
-            fail("lr", self.lr, "a positive learning rate")
-        if not self.lr_factor > 0:
-            fail("lr_factor", self.lr_factor, "a positive factor")
-        if not 0.0 <= self.warmup_frac < 1.0:
+        for name in ("seq_len", "n_train"):
+            if getattr(self, name) is not None:
+                require_positive_int(name, getattr(self, name))
+        if self.pool is not None:
+            require_choice("pool", self.pool, model_lib.POOLS)
+        require_finite("lr", self.lr, low=0.0, strict=True)
+        require_finite("lr_factor", self.lr_factor, low=0.0, strict=True)
+        require_finite("weight_decay", self.weight_decay, low=0.0)
+        if not 0.0 <= require_finite("warmup_frac", self.warmup_frac) < 1.0:
             fail("warmup_frac", self.warmup_frac, "a fraction in [0, 1)")
-        if self.clip is not None and not self.clip > 0:
-            fail("clip", self.clip, "a positive norm or None")
+        if self.clip is not None:
+            require_finite("clip", self.clip, low=0.0, strict=True)
+        if not isinstance(self.seed, numbers.Integral) or isinstance(self.seed, bool) \
+                or self.seed < 0:
+            fail("seed", self.seed, "a non-negative integer")
+        if not isinstance(self.checkpoint_every, numbers.Integral) \
+                or isinstance(self.checkpoint_every, bool) or self.checkpoint_every < 0:
+            fail("checkpoint_every", self.checkpoint_every, "a non-negative integer (0: only at "
+                 "the end)")
+
+
+def _flags():
+    """``{flag name: dataclasses.Field}`` in command-line order; ``network`` is expanded into
+    the model flags at its place."""
+    out = {}
+    model_fields = {f.name: f for f in dataclasses.fields(model_lib.ModelConfig)}
+    for f in dataclasses.fields(TrainConfig):
+        if f.name == "network":
+            out.update({flag: model_fields[field] for flag, field in MODEL_FLAGS.items()})
+        else:
+            out[f.name] = f
+    return out
+
+
+#: Every flag of ``python -m lrnn.train`` (underscores for dashes) and the dataclass field
+#: that declares it (TrainConfig's own, or ModelConfig's for the model flags).
+FLAGS = _flags()
 
 
 def load_task(cfg: TrainConfig) -> data_lib.Task:
@@ -100,14 +162,11 @@ def load_task(cfg: TrainConfig) -> data_lib.Task:
 
 
 def model_config(cfg: TrainConfig, task: data_lib.Task) -> model_lib.ModelConfig:
+    """``cfg.network`` completed by the task: its input (real channels or tokens), its output
+    size, and the pooling (``cfg.pool``, or the task's default: none for a label per step)."""
     pool = cfg.pool or ("none" if task.kind == "sequence" else "mean")
-    return model_lib.ModelConfig(
-        layer=cfg.model, d_output=task.d_output, d_input=task.d_input, vocab_size=task.vocab_size,
-        d_model=cfg.d_model, d_state=cfg.d_state, depth=cfg.depth, n_heads=cfg.n_heads,
-        n_reflections=cfg.n_reflections, norm=cfg.norm, pool=pool, dropout=cfg.dropout,
-        bidirectional=cfg.bidirectional, r_min=cfg.r_min, r_max=cfg.r_max,
-        max_phase=cfg.max_phase, gamma_min=cfg.gamma_min, gamma_max=cfg.gamma_max,
-        scan_method=cfg.scan_method)
+    return dataclasses.replace(cfg.network, d_output=task.d_output, d_input=task.d_input,
+                               vocab_size=task.vocab_size, pool=pool)
 
 
 def schedule(peak: float, steps: int, warmup_frac: float):
@@ -292,6 +351,10 @@ def plot_curves(runs: dict, *, key: str = "test_metric", ax=None, title=None, yl
 # The loop
 # ------------------------------------------------------------------------------------------
 
+class TrainingDiverged(FloatingPointError):
+    """The training loss became NaN or infinite; the message names the step."""
+
+
 def train(cfg: TrainConfig, *, task: data_lib.Task | None = None, progress: bool = True,
           callback=None, stop_after: int | None = None) -> dict:
     """Train a model as configured; returns a dict with ``params``, ``state``, ``history``,
@@ -300,7 +363,10 @@ def train(cfg: TrainConfig, *, task: data_lib.Task | None = None, progress: bool
 
     ``callback(step, params, state)`` is called after each evaluation. ``stop_after``: stop
     (and checkpoint) after this many steps of the schedule, as if interrupted; a later call
-    with the same config resumes from ``cfg.checkpoint``."""
+    with the same config resumes from ``cfg.checkpoint``.
+
+    Raises :class:`TrainingDiverged` (naming the step) as soon as the training loss is NaN or
+    infinite, before anything is checkpointed."""
     if not isinstance(cfg, TrainConfig):
         fail("cfg", cfg, "a TrainConfig")
     t_start = time.perf_counter()
@@ -311,11 +377,12 @@ def train(cfg: TrainConfig, *, task: data_lib.Task | None = None, progress: bool
     opt_state = tx.init(params)
     history = {k: [] for k in HISTORY_KEYS}
     start, pending = 0, {"loss": [], "metric": []}
-    config_dict = dataclasses.asdict(cfg)
+    config_dict = cfg.to_dict()
     if cfg.checkpoint and os.path.exists(cfg.checkpoint):
         start, (params, state, opt_state), meta = load_checkpoint(
             cfg.checkpoint, (params, state, opt_state))
         history, saved, pending = meta["history"], meta["config"], meta["pending"]
+        saved = {**TrainConfig().to_dict(), **saved}       # flags added since: their defaults
         keep = ("checkpoint", "checkpoint_every", "out")
         if {k: v for k, v in saved.items() if k not in keep} != \
                 {k: v for k, v in config_dict.items() if k not in keep}:
@@ -347,11 +414,17 @@ def train(cfg: TrainConfig, *, task: data_lib.Task | None = None, progress: bool
         losses.append(loss)
         metrics.append(metric)
         done = step + 1
+        loss_value = float(loss)                 # waits for the step, as timing needs anyway
+        if not math.isfinite(loss_value):
+            bar.close()
+            raise TrainingDiverged(
+                f"training diverged: the training loss is {loss_value} at step {done} of "
+                f"{cfg.steps} (learning rate {float(sched(step)):.3g} there, peak lr = "
+                f"{cfg.lr:g}). Try a lower learning rate (--lr) or gradient clipping (--clip). "
+                "No checkpoint or history was written for this step.")
         if done % 10 == 0 or done == end:
-            postfix["loss"] = f"{float(loss):.4g}"
+            postfix["loss"] = f"{loss_value:.4g}"
             bar.set_postfix(postfix, refresh=False)
-        else:
-            loss.block_until_ready()
         if step > start:                      # the first step of a run includes compilation
             step_time += time.perf_counter() - t0
             timed_steps += 1
@@ -406,8 +479,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train a deep recurrent model (LRU Fig. 1 / RotRNN Fig. 2) on a long-range "
                     "task and print its final test metrics as JSON.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    for f in dataclasses.fields(TrainConfig):
-        flag = "--" + f.name.replace("_", "-")
+    for name, f in FLAGS.items():
+        flag = "--" + name.replace("_", "-")
         if f.type in ("bool", bool):
             p.add_argument(flag, action="store_true", help=f.metadata["help"])
             continue
@@ -420,17 +493,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args) -> TrainConfig:
-    return TrainConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)})
+    return TrainConfig(**{name: getattr(args, name) for name in FLAGS})
 
 
 def config_to_argv(cfg: TrainConfig) -> list:
     """The command-line flags that reproduce ``cfg`` (only those that differ from defaults)."""
     argv = []
-    for f in dataclasses.fields(TrainConfig):
-        v = getattr(cfg, f.name)
-        if v == f.default:
+    for name, v in cfg.to_dict().items():
+        if v == FLAGS[name].default:
             continue
-        flag = "--" + f.name.replace("_", "-")
+        flag = "--" + name.replace("_", "-")
         if isinstance(v, bool):
             argv.append(flag)
         else:
@@ -439,9 +511,16 @@ def config_to_argv(cfg: TrainConfig) -> list:
 
 
 def main(argv=None) -> dict:
-    args = build_parser().parse_args(argv)
-    cfg = config_from_args(args)
-    result = train(cfg, progress=not args.no_progress)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        cfg = config_from_args(args)
+    except ValueError as err:
+        parser.error(str(err))
+    try:
+        result = train(cfg, progress=not args.no_progress)
+    except TrainingDiverged as err:
+        raise SystemExit(f"python -m lrnn.train: error: {err}")
     summary = {"n_params": result["n_params"], "final": result["final"], "best": result["best"],
                "wall_time_s": round(result["wall_time_s"], 2),
                "time_per_step_s": result["time_per_step_s"], "device": jax.devices()[0].device_kind}
