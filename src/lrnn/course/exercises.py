@@ -12,15 +12,19 @@ What the build does to each ``solutions/NN_*.ipynb`` (see ``solutions/AUTHORING.
 * ``### BEGIN HIDDEN TESTS`` … ``### END HIDDEN TESTS`` is removed from the test cells;
 * outputs of solution cells, test cells and cells tagged ``exercise-raises`` or
   ``exercise-clear-output`` are cleared (and their ``nbval-check-output`` tag removed);
-* ``exercise-raises`` becomes ``raises-exception``, and so does every cell whose solution region
-  is at top level; those cells are also tagged ``remove-output`` so that the website shows the
-  stub but no traceback; cells tagged ``solutions-only`` are dropped;
+* a cell tagged ``exercise-raises`` (a demo that calls the student's functions) is wrapped in
+  ``with lrnn.exercises.demo():``, so that "Run all" goes on to the end: while an exercise is
+  unfinished the cell prints one line (``unfinished: exercise 1.2 …``) instead of raising;
+* every cell whose solution region is at top level is tagged ``raises-exception`` and
+  ``remove-output`` (the website shows the stub but no traceback; avoid such cells: they stop
+  "Run all"); cells tagged ``solutions-only`` are dropped;
 * the Colab badge path ``solutions/`` becomes ``exercises/``;
 * the notebook is written as stable JSON (sorted keys, indent 1, UTF-8, final newline).
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import difflib
 import json
@@ -116,6 +120,96 @@ def strip_solution(source: str, *, markdown: bool, ex_id: str | None, where: str
             lines.append(indent + "raise NotImplementedError("
                          + json.dumps(_stub_message(ex_id), ensure_ascii=False) + ")")
     return "\n".join(lines), found, top_level
+
+
+DEMO_LINE = ("with lrnn.exercises.demo():  # until the exercises above are done, this cell "
+             "prints a note")
+
+
+def wrap_demo(source: str, where: str) -> str:
+    """The source of a demo cell, indented under ``with lrnn.exercises.demo():``.
+
+    Raises BuildError for what the wrapper would change: a multi-line string (its lines would
+    be indented), an IPython magic or shell line, or a last statement that is a bare expression
+    (inside a ``with`` block its value is no longer displayed: end with ``print``, ``display``
+    or ``plt.show()``)."""
+    if '"""' in source or "'''" in source:
+        raise BuildError(f"{where}: a demo cell (exercise-raises) cannot hold a multi-line string")
+    lines = source.split("\n")
+    if any(line.lstrip().startswith(("%", "!")) for line in lines):
+        raise BuildError(f"{where}: a demo cell (exercise-raises) cannot hold IPython magics")
+    try:
+        body = ast.parse(source).body
+    except SyntaxError as e:
+        raise BuildError(f"{where}: demo cell does not parse: {e}") from None
+    if body and isinstance(body[-1], ast.Expr) and not _is_output_call(body[-1].value):
+        raise BuildError(f"{where}: a demo cell (exercise-raises) must not end with a bare "
+                         "expression (its value would not be shown): use print(...), "
+                         "display(...) or plt.show()")
+    indented = [("    " + line) if line.strip() else "" for line in lines]
+    while indented and not indented[-1]:
+        indented.pop()
+    return "\n".join([DEMO_LINE, *indented])
+
+
+def _is_output_call(node) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+    return name in ("print", "display", "show", "explore")
+
+
+_UNFINISHED: list[str] = []
+_EXERCISE_IN_MESSAGE = re.compile(r"Exercise (\d+\.\d+)")
+
+
+class demo:
+    """Context manager around the demo cells of an exercise notebook (the build adds it).
+
+    A demo cell calls the functions the student writes. While one of them still raises the
+    ``NotImplementedError`` of its stub, the cell prints one line instead of stopping "Run all"::
+
+        unfinished: exercise 1.2 (a parallel scan …): this cell runs once it is done.
+
+    A ``NameError`` is treated the same way once an exercise has been reported unfinished (the
+    cell then uses a result that an earlier, unfinished demo did not produce). Any other error
+    is the student's to see, and is raised as usual. Open figures of an interrupted cell are
+    closed, so that no half-drawn plot appears."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, etype, value, tb):
+        if etype is None:
+            return False
+        if issubclass(etype, NotImplementedError):
+            found = _EXERCISE_IN_MESSAGE.search(str(value))
+            ex_id = found.group(1) if found else "above"
+            if ex_id not in _UNFINISHED:
+                _UNFINISHED.append(ex_id)
+            print(f"unfinished: exercise {ex_id}{_title(ex_id)}: this cell runs once it is done.")
+        elif issubclass(etype, NameError) and _UNFINISHED:
+            print(f"skipped: this cell needs the result of a cell above, which waits for "
+                  f"exercise {', '.join(_UNFINISHED)}.")
+        else:
+            return False
+        _close_figures()
+        return True
+
+
+def _title(ex_id: str) -> str:
+    from . import check
+    try:
+        return f" ({check.get(ex_id).title})"
+    except KeyError:
+        return ""
+
+
+def _close_figures() -> None:
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        plt.close("all")
 
 
 def strip_hidden(source: str, where: str) -> str:
@@ -219,7 +313,8 @@ def build_notebook(nb, name: str = "notebook"):
         elif BEGIN_HIDDEN in cell.source:
             raise BuildError(f"{where}: hidden tests outside an autograded test cell")
         if "exercise-raises" in tags:
-            tags = [t for t in tags if t != "exercise-raises"] + ["raises-exception"]
+            tags = [t for t in tags if t != "exercise-raises"]
+            cell.source = wrap_demo(cell.source, where)
             clear = True
         if "exercise-clear-output" in tags:
             tags = [t for t in tags if t != "exercise-clear-output"]
