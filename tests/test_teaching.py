@@ -241,3 +241,33 @@ def test_every_chapter_has_graded_exercises():
     assert chapters == set(range(1, 8))
     auto = [r for p in SOLUTION_FILES for r in ex.exercise_table(read(p)) if r["kind"] == "test"]
     assert len(auto) >= 24
+
+
+# --------------------------------------------------------------------------------------
+# Hand-graded answers: the rubric rewards what the chapters teach
+# --------------------------------------------------------------------------------------
+
+def _manual_answer(path, grade_id):
+    cell = next(c for c in read(path).cells
+                if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+    answer, rubric = cell.source.split("**Rubric", 1)
+    return answer, rubric
+
+
+def test_rubric_4_5_gives_full_points_to_neither_unless_the_first_state_is_scaled():
+    """Chapter 4 shows that the RotRNN without a scaled first state rises like the LRU, so
+    "neither, unless the first state is scaled" is the right answer to Exercise 4.5's last
+    question: the model answer says it and the rubric gives it the point in full."""
+    answer, rubric = _manual_answer(ROOT / "solutions" / "04_normalisation.ipynb", "ex4.5")
+    answer, rubric = " ".join(answer.split()), " ".join(rubric.split())
+    assert "neither, unless the first state is scaled" in answer.lower()
+    assert re.search(r'"neither, unless the first state is scaled" earns this point in full',
+                     rubric)
+    assert "without the condition on the first state, earns no point" in rubric
+
+
+def test_model_answer_3_5_does_not_call_the_scan_exactly_orthogonal():
+    answer, rubric = _manual_answer(ROOT / "solutions" / "03_rotations.ipynb", "ex3.5")
+    answer = " ".join(answer.split())
+    assert "stays exactly orthogonal" not in answer
+    assert "drifts by about `kε`" in answer and "P D(kθ) Pᵀ" in answer
