@@ -271,3 +271,30 @@ def test_model_answer_3_5_does_not_call_the_scan_exactly_orthogonal():
     answer = " ".join(answer.split())
     assert "stays exactly orthogonal" not in answer
     assert "drifts by about `kε`" in answer and "P D(kθ) Pᵀ" in answer
+
+
+# --------------------------------------------------------------------------------------
+# Notebooks of chapters 0–5 and of every solution: code fits its box on the site
+# --------------------------------------------------------------------------------------
+
+OWNED = sorted((ROOT / "book").glob("0[0-5]_*.ipynb")) + SOLUTION_FILES
+
+
+@pytest.mark.parametrize("path", OWNED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_code_lines_fit_their_box(path):
+    """At most 100 characters per code line (the shared setup cell, synced across every
+    notebook by scripts/sync_headers.py, is left out)."""
+    long = [(i, len(line)) for i, cell in enumerate(read(path).cells)
+            if cell.cell_type == "code" and not cell.source.startswith("# Setup: in Colab")
+            for line in cell.source.split("\n") if len(line) > 100]
+    assert not long, f"code lines over 100 characters (cell, length): {long}"
+
+
+def test_the_lru_paper_is_cited_with_its_own_numbering():
+    """The LRU paper numbers its results within sections: Theorem 3.1, Lemma 3.2,
+    Proposition 3.3 (the text export in shared/papers drops the section prefix)."""
+    for path in OWNED + sorted((ROOT / "src" / "lrnn" / "course" / "check").glob("ch0*.py")):
+        text = path.read_text(encoding="utf-8")
+        for wrong in ("LRU Lemma 2", "LRU Theorem 1", "LRU Prop. 3)", "LRU Prop. 3 ",
+                      "LRU Proposition 3 ", "LRU Proposition 3,", "Lemma 2 in the arXiv"):
+            assert wrong not in text, f"{path.name}: {wrong!r}"
