@@ -280,10 +280,14 @@ def test_model_answer_3_5_does_not_call_the_scan_exactly_orthogonal():
 OWNED = sorted((ROOT / "book").glob("0[0-5]_*.ipynb")) + SOLUTION_FILES
 
 
-@pytest.mark.parametrize("path", OWNED, ids=lambda p: f"{p.parent.name}/{p.name}")
+GENERATED = sorted((ROOT / "exercises").glob(ex.NOTEBOOK_GLOB))
+
+
+@pytest.mark.parametrize("path", OWNED + GENERATED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_code_lines_fit_their_box(path):
-    """At most 100 characters per code line (the shared setup cell, synced across every
-    notebook by scripts/sync_headers.py, is left out)."""
+    """At most 100 characters per code line, in the generated exercise notebooks too (stubs and
+    demo cells indented by the build); the shared setup cell, synced across every notebook by
+    scripts/sync_headers.py, is left out."""
     long = [(i, len(line)) for i, cell in enumerate(read(path).cells)
             if cell.cell_type == "code" and not cell.source.startswith("# Setup: in Colab")
             for line in cell.source.split("\n") if len(line) > 100]

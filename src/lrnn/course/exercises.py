@@ -5,9 +5,10 @@
 
 What the build does to each ``solutions/NN_*.ipynb`` (see ``solutions/AUTHORING.md``):
 
-* code between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` becomes
-  ``raise NotImplementedError("Exercise 3.2: <title> — read <reference>")`` at the marker's
-  indentation (title and reference from the checker registered in ``lrnn.check``); markdown
+* code between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` becomes comment lines
+  ``# Read: <reference>.`` and ``raise NotImplementedError("Exercise 3.2: <title>")`` at the
+  marker's indentation (title and reference from the checker registered in ``lrnn.check``;
+  every line within 100 characters); markdown
   solution regions become ``YOUR ANSWER HERE`` (nbgrader's markers and behaviour);
 * ``### BEGIN HIDDEN TESTS`` … ``### END HIDDEN TESTS`` is removed from the test cells;
 * outputs of solution cells, test cells and cells tagged ``exercise-raises`` or
@@ -92,6 +93,9 @@ def _split_region(lines, begin, end, where):
     return out
 
 
+STUB_WIDTH = 100          # code lines of the generated notebooks fit the website's code boxes
+
+
 def _stub_message(ex_id: str | None) -> str:
     from . import check
     if ex_id is None:
@@ -100,7 +104,25 @@ def _stub_message(ex_id: str | None) -> str:
         ex = check.get(ex_id)
     except KeyError:
         return f"Exercise {ex_id}: write your code here"
-    return f"Exercise {ex.id}: {ex.title} — read {ex.reference}"
+    return f"Exercise {ex.id}: {ex.title}"
+
+
+def _stub_lines(ex_id: str | None, indent: str) -> list[str]:
+    """The stub that replaces a code solution region: what to read, as comment lines, then
+    ``raise NotImplementedError("Exercise N.k: title")``, every line within STUB_WIDTH."""
+    import textwrap
+    from . import check
+    lines = []
+    try:
+        reference = check.get(ex_id).reference if ex_id else None
+    except KeyError:
+        reference = None
+    if reference:
+        width = STUB_WIDTH - len(indent) - 2
+        lines += [f"{indent}# {part}" for part in textwrap.wrap(f"Read: {reference}.", width)]
+    lines.append(indent + "raise NotImplementedError("
+                 + json.dumps(_stub_message(ex_id), ensure_ascii=False) + ")")
+    return lines
 
 
 def strip_solution(source: str, *, markdown: bool, ex_id: str | None, where: str):
@@ -117,8 +139,7 @@ def strip_solution(source: str, *, markdown: bool, ex_id: str | None, where: str
             lines.append(indent + ANSWER_PLACEHOLDER)
         else:
             top_level = top_level or indent == ""
-            lines.append(indent + "raise NotImplementedError("
-                         + json.dumps(_stub_message(ex_id), ensure_ascii=False) + ")")
+            lines.extend(_stub_lines(ex_id, indent))
     return "\n".join(lines), found, top_level
 
 
@@ -130,10 +151,10 @@ def wrap_demo(source: str, where: str) -> str:
     """The source of a demo cell, indented under ``with lrnn.exercises.demo():``.
 
     Raises BuildError for what the wrapper would change: a multi-line string (its lines would
-    be indented), an IPython magic or shell line, or a last statement that is a bare expression
-    (inside a ``with`` block its value is no longer displayed: end with ``print``, ``display``
-    or ``plt.show()``)."""
-    if '"""' in source or "'''" in source:
+    be indented), an IPython magic or shell line, or a last statement that is an expression other
+    than a call, such as a variable (inside a ``with`` block its value is no longer displayed:
+    end with ``print``, ``display`` or ``plt.show()``)."""
+    if _has_multiline_string(source):
         raise BuildError(f"{where}: a demo cell (exercise-raises) cannot hold a multi-line string")
     lines = source.split("\n")
     if any(line.lstrip().startswith(("%", "!")) for line in lines):
@@ -142,7 +163,7 @@ def wrap_demo(source: str, where: str) -> str:
         body = ast.parse(source).body
     except SyntaxError as e:
         raise BuildError(f"{where}: demo cell does not parse: {e}") from None
-    if body and isinstance(body[-1], ast.Expr) and not _is_output_call(body[-1].value):
+    if body and isinstance(body[-1], ast.Expr) and not isinstance(body[-1].value, ast.Call):
         raise BuildError(f"{where}: a demo cell (exercise-raises) must not end with a bare "
                          "expression (its value would not be shown): use print(...), "
                          "display(...) or plt.show()")
@@ -152,12 +173,14 @@ def wrap_demo(source: str, where: str) -> str:
     return "\n".join([DEMO_LINE, *indented])
 
 
-def _is_output_call(node) -> bool:
-    if not isinstance(node, ast.Call):
-        return False
-    f = node.func
-    name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
-    return name in ("print", "display", "show", "explore")
+def _has_multiline_string(source: str) -> bool:
+    import io
+    import tokenize
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, IndentationError):
+        return False                             # ast.parse reports it below
+    return any(t.type == tokenize.STRING and t.start[0] != t.end[0] for t in tokens)
 
 
 _UNFINISHED: list[str] = []

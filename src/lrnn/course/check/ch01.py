@@ -97,7 +97,7 @@ def _chunk_join(X, G, h, L):
     return x.reshape(*x.shape[:-3], -1, x.shape[-1])[..., :L, :]
 
 
-@exercise("1.3", points=3, title="a chunked scan: parallel inside chunks, carried across them",
+@exercise("1.3", points=3, title="a chunked scan, parallel inside the chunks",
           reference="chapter 1, eq. (1.3) and the unrolled state eq. (1.1): the state entering "
                     "a chunk is carried through the chunk's decays")
 def _(fn, rng):

@@ -46,7 +46,7 @@ def largest_intermediate(fn, *args):
     return max(sizes, default=0)
 
 
-@exercise("3.1", points=2, title="skew_expm: a rotation from any matrix (RotRNN Lemma 2)",
+@exercise("3.1", points=2, title="a rotation from any matrix (RotRNN Lemma 2)",
           reference="RotRNN Lemma 2 and App. A.2 (exp(S) = Σ S^k/k!, with exp(S) = "
                     "exp(S/2^s)^(2^s))")
 def _(fn, rng):

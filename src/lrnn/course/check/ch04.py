@@ -34,7 +34,7 @@ def _drift(rho, gamma, theta):
     return np.real((1 + lam) / (1 - lam))
 
 
-@exercise("4.1", points=3, title="ξ for correlated inputs (RotRNN §3.1 redone for AR(1))",
+@exercise("4.1", points=3, title="ξ for correlated inputs (RotRNN §3.1 for AR(1))",
           reference="RotRNN §3.1 (ξ from Tr[BᵀB] = 1 − γ²) and chapter 4, §6 (the drift factor "
                     "g(ρ, γ, θ) of each rotation pair, weighted by the rows of PᵀB)")
 def _(fn, rng):

@@ -152,7 +152,7 @@ def _(fn, rng):
                      hints=hints)
 
 
-@exercise("6.4", points=2, title="how close a measured scan comes to the bandwidth floor",
+@exercise("6.4", points=2, title="the share of the bandwidth floor a scan reaches",
           reference="chapter 6, the memory-bandwidth floor: t_min = bytes moved / copy "
                     "bandwidth (1 GB/s = 1e9 B/s)")
 def _(fn, rng):

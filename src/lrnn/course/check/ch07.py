@@ -40,7 +40,7 @@ def reference_fraction(r_min, r_max, T, q):
     return (r_max ** 2 - r ** 2) / (r_max ** 2 - r_min ** 2)
 
 
-@exercise("7.2", points=2, title="the share of a ring's eigenvalues that remembers T steps",
+@exercise("7.2", points=2, title="the share of a ring that remembers T steps",
           reference="LRU Lemma 3.2 (|λ|² uniform on [r_min², r_max²]); chapter 2, eq. (2.2); "
                     "Exercise 2.2")
 def _(fn, rng):
@@ -77,12 +77,12 @@ def reference_param_count(layer, d_model, d_state, n_heads=1):
     """Parameters of one LRU or RotRNN layer, from the shapes its ``init`` returns."""
     import jax
     from lrnn import lru, rotrnn
-    key = jax.random.PRNGKey(0)
-    if layer == "lru":
-        params = lru.init(key, d_model, d_state)
-    else:
-        params = rotrnn.init(key, d_model, d_state, n_heads)
-    return sum(int(np.size(v)) for v in params.values())
+    def init(key):
+        if layer == "lru":
+            return lru.init(key, d_model, d_state)
+        return rotrnn.init(key, d_model, d_state, n_heads)
+    shapes = jax.eval_shape(init, jax.random.PRNGKey(0))       # shapes only, nothing computed
+    return sum(int(np.prod(v.shape)) for v in shapes.values())
 
 
 @exercise("7.3", points=3, title="where a layer's parameters go: LRU against RotRNN",
@@ -124,7 +124,7 @@ def reference_win(a, b, higher_is_better=True):
     return float(np.mean(wins + 0.5 * (a == b)))
 
 
-@exercise("7.4", points=2, title="is A better than B? The chance that a seed of A beats one of B",
+@exercise("7.4", points=2, title="the chance that a seed of A beats a seed of B",
           reference="chapter 7, §2 (seeds matter as much as models); the Mann–Whitney "
                     "U statistic U / (n_A n_B), ties counted ½")
 def _(fn, rng):
