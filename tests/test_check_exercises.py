@@ -80,10 +80,15 @@ def scan_bytes(shape, dtype="complex64", time_varying=False, passes=1):
     return arrays * math.prod(shape) * np.dtype(dtype).itemsize
 
 
-def combine_counts(L):
-    hillis = sum(L - 2 ** r for r in range(64) if 2 ** r < L)
-    odd_even = sum(n - 1 for n in (L >> j for j in range(64)) if n >= 2)
-    return hillis, odd_even
+def work_depth(L):
+    """By tracing jax.lax.associative_scan with an operator that records its calls."""
+    calls = []
+
+    def op(left, right):
+        calls.append(left[0].shape[0])
+        return left[0] * right[0], right[0] * left[1] + right[1]
+    jax.make_jaxpr(lambda x: jax.lax.associative_scan(op, (x, x)))(jnp.ones(L))
+    return sum(calls), sum(1 for n in calls if n > 0)
 
 
 def scan_vjp(a, x, x_bar):
@@ -122,7 +127,7 @@ REFERENCES = {
     "1.3": chunked, "1.5": radius, "3.1": o.skew_expm, "3.2": rotation_recurrence,
     "3.4": rotgru, "4.1": xi_closed_form, "5.1": reflector,
     "5.2": lambda U, s=None: o.householder_product(U) if s is None else o.householder_product(U, s),
-    "5.3": wy_merge, "5.4": ornn_step, "6.1": scan_bytes, "6.2": combine_counts,
+    "5.3": wy_merge, "5.4": ornn_step, "6.1": scan_bytes, "6.2": work_depth,
     "6.3": scan_vjp, "6.4": fraction_of_floor, "7.1": lambda T, q: q ** (1 / T),
     "7.3": param_count, "7.4": win_probability,
 }
@@ -167,16 +172,10 @@ def test_stationary_xi_is_the_chapter_closed_form():
                           rtol=1e-6)
 
 
-def test_odd_even_count_is_what_jax_does():
-    combined = [0]
-
-    def op(left, right):
-        combined[0] += left[0].shape[0]
-        return left[0] * right[0], right[0] * left[1] + right[1]
-    for L in (1, 2, 3, 7, 64, 1000, 1025):
-        combined[0] = 0
-        jax.make_jaxpr(lambda x: jax.lax.associative_scan(op, (x, x)))(jnp.ones(L))
-        assert combined[0] == combine_counts(L)[1]
+def test_odd_even_work_and_depth_are_what_jax_does():
+    from lrnn.check.ch06 import reference_work_depth
+    for L in (1, 2, 3, 7, 64, 1000, 1025, 4097):
+        assert reference_work_depth(L) == work_depth(L)
 
 
 def test_fraction_remembering_matches_ring_init():
@@ -258,8 +257,10 @@ def test_hints_chapter_5():
 def test_hints_chapter_6():
     assert "also writes x" in _hint("6.1", lambda s, d="complex64", tv=False, p=1: scan_bytes(
         s, d, tv, p) - math.prod(s) * np.dtype(d).itemsize)
-    assert "partner" in _hint("6.2", lambda L: (L * math.ceil(math.log2(L)) if L > 1 else 0,
-                                                combine_counts(L)[1]))
+    assert "Hillis–Steele count" in _hint("6.2", lambda L: (
+        L * math.ceil(math.log2(L)) if L > 1 else 0, work_depth(L)[1]))
+    assert "two levels per halving" in _hint("6.2", lambda L: (
+        work_depth(L)[0], math.ceil(math.log2(L)) if L > 1 else 0))
 
     def forwards(a, x, g):
         a_bar, _ = scan_vjp(a, x, g)

@@ -113,7 +113,7 @@ def _(fn, rng):
                                  "angles θ (one per 2×2 block)."),
                      alternative(want - heads + N, "one decay ν per head (Multi-Head Decay), "
                                  "not one per state.")]
-        expect_close(np.float64(got), np.float64(want), inputs=inputs, rtol=0, atol=0.5,
+        expect_close(np.float64(got), np.float64(want), inputs=inputs, rtol=0, atol=0.05,
                      what="the number of parameters", hints=hints)
 
 
