@@ -1,9 +1,11 @@
 """The autograder (lrnn.grade) on bad submissions: one wrong exercise, a crash, an infinite
 loop, megabytes of output, sys.exit/os._exit, deleted files, unparseable files; gradebook
-atomicity, resuming, and independence of the grading order.
+atomicity, resuming, retrying, independence of the grading order; time limits; bad
+arguments; the plain-data wire between the grader and a kernel.
 
 The submissions are made from solutions/01_linear_recurrence.ipynb, cut down to its imports
-and graded cells so that every run takes a few seconds."""
+and graded cells so that every run takes a few seconds. Attacks on the grader are in
+tests/test_attacks.py."""
 import csv
 import os
 import re
@@ -12,9 +14,12 @@ import time
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 
 from lrnn import grade as g
+from lrnn.course import sandbox as sb
+from lrnn.course import wire
 
 pytestmark = pytest.mark.notebook
 
@@ -23,14 +28,14 @@ SOLUTIONS = ROOT / "solutions"
 SOURCE = SOLUTIONS / "01_linear_recurrence.ipynb"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 FULL = {"ex1.1": 2, "ex1.2": 4, "ex1.3": 3, "ex1.4": 3, "ex1.5": 2}
-CELL_TIMEOUT = 20          # the looping cell costs this long; every other cell is far shorter
+CELL_TIMEOUT = 10          # the looping cell costs this long; every other cell is far shorter
 
 
 def slim(nb):
     """The setup, the imports and the graded cells: a quick, complete submission."""
     nb = nbformat.from_dict(nb)
     keep = []
-    for i, cell in enumerate(nb.cells):
+    for cell in nb.cells:
         meta = cell.metadata.get("nbgrader")
         if meta or (cell.cell_type == "code" and "from lrnn.check import check" in cell.source):
             keep.append(cell)
@@ -81,7 +86,9 @@ def graded(tmp_path_factory):
     sub.mkdir()
     cases = {
         "full_01_linear_recurrence.ipynb": submission(before_first_test=[
-            'assert open("notes.txt").read() == "beside the submission"']),
+            'assert open("notes.txt").read() == "beside the submission"',
+            "%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()",
+            "from IPython.display import display\ndisplay(3)\n!echo shell commands work"]),
         "one_wrong_01_linear_recurrence.ipynb": submission({"ex1.5-solution": WRONG_RADIUS}),
         "crash_01_linear_recurrence.ipynb": submission(
             {"ex1.3-solution": CRASHING_KERNEL},
@@ -99,13 +106,14 @@ def graded(tmp_path_factory):
         shutil.copy(FIXTURES / f"{name}.txt", sub / name)     # .txt: no collector picks them up
     out = base / "gradebook.csv"
     feedback = base / "feedback"
+    logs = []
     start = time.monotonic()
     rows = g.grade([sub], out, timeout=240, cell_timeout=CELL_TIMEOUT, workers=2,
-                   solutions=SOLUTIONS, feedback_dir=feedback, log=lambda *a: None)
+                   solutions=SOLUTIONS, feedback_dir=feedback, log=logs.append)
     elapsed = time.monotonic() - start
     by_name = {Path(r["submission"]).name: r for r in rows}
     return {"rows": by_name, "out": out, "feedback": feedback, "sub": sub, "base": base,
-            "elapsed": elapsed, "csv": out.read_bytes()}
+            "elapsed": elapsed, "csv": out.read_bytes(), "logs": logs}
 
 
 def scores(row):
@@ -113,8 +121,20 @@ def scores(row):
 
 
 def feedback_of(graded, name):
-    key = str((graded["sub"] / name).resolve())
+    key = g.display_key(graded["sub"] / name)
     return (graded["feedback"] / g.feedback_name(key)).read_text(encoding="utf-8")
+
+
+def hidden_lines():
+    """Every line of the hidden tests of chapter 1 (none may reach a student's feedback)."""
+    nb = nbformat.read(SOURCE, as_version=4)
+    lines = []
+    for cell in nb.cells:
+        if "### BEGIN HIDDEN TESTS" in cell.source:
+            hidden = cell.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN")[0]
+            lines += [ln.strip() for ln in hidden.splitlines() if len(ln.strip()) > 12]
+    assert len(lines) > 10
+    return lines
 
 
 def test_full_marks(graded):
@@ -122,7 +142,7 @@ def test_full_marks(graded):
     assert scores(row) == FULL and float(row["total"]) == 14 and row["status"] == "graded"
     assert row["ex1.6"] == "manual"
     text = feedback_of(graded, "full_01_linear_recurrence.ipynb")
-    assert "raised" not in text                      # it could read the file beside it
+    assert "raised" not in text        # it could read the file beside it; magics work
 
 
 def test_one_wrong_exercise_scores_exactly_the_rest(graded):
@@ -132,6 +152,10 @@ def test_one_wrong_exercise_scores_exactly_the_rest(graded):
     text = feedback_of(graded, "one_wrong_01_linear_recurrence.ipynb")
     assert "largest singular value" in text          # the check's hint reaches the student
     assert "| 1.5 · the spectral radius | 0 / 2 | failed |" in text
+    assert "received:" in text and "on the input" in text
+    assert "expected:" not in text and "expected " not in text.split("## Exercise 1.5")[1]
+    for line in hidden_lines():                      # no hidden-test text in feedback
+        assert line not in text
 
 
 def test_crash_loses_only_its_exercise(graded):
@@ -149,6 +173,7 @@ def test_infinite_loop_is_interrupted(graded):
 
 
 def test_calling_the_reference_is_caught_by_hidden_tests(graded):
+    """forbid(...) in the hidden test, which runs in the grader, takes effect in the kernel."""
     row = graded["rows"]["cheat_01_linear_recurrence.ipynb"]
     assert scores(row) == dict(FULL, **{"ex1.1": 0})
     text = feedback_of(graded, "cheat_01_linear_recurrence.ipynb")
@@ -161,7 +186,7 @@ def test_exit_kernel_death_flood_and_deleted_files(graded):
     assert row["status"] == "kernel died"
     text = feedback_of(graded, "chaos_01_linear_recurrence.ipynb")
     assert "The kernel died" in text and "SystemExit" in text
-    assert re.search(r"printed [\d,]{9,} bytes of output; the grader kept the first", text)
+    assert re.search(r"printed [\d,]{9,} bytes of output", text)
     assert len(text) < 50_000                       # the flood is not copied into feedback
     assert (graded["sub"] / "chaos_01_linear_recurrence.ipynb").exists()
     assert (graded["sub"] / "notes.txt").read_text(encoding="utf-8") == "beside the submission"
@@ -181,21 +206,35 @@ def test_gradebook_layout(graded):
         reader = csv.DictReader(f)
         header = reader.fieldnames
         rows = list(reader)
-    assert header[:4] == ["submission", "sha256", "assignment", "status"]
+    assert header[:5] == ["submission", "sha256", "assignment", "status", "sandbox"]
     assert header[-2:] == ["total", "max_total"]
-    assert header[4:-2] == [*FULL, "ex1.6"]
+    assert header[5:-2] == [*FULL, "ex1.6"]
     assert len(rows) == 8 == len({r["submission"] for r in rows})
+    expected = "bwrap" if sb.choose("auto").kind == "bwrap" else "none"
+    assert {r["sandbox"] for r in rows} == {expected}
     assert not [p for p in graded["out"].parent.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_rerun_skips_graded_and_keeps_other_rows(graded):
+def test_rerun_skips_graded_retries_the_rest_and_keeps_other_rows(graded, tmp_path):
+    """Graded rows with the same content are skipped; a row of any other status (here a
+    parse failure, and a row marked "kernel died" by hand) is retried without --force."""
+    out = tmp_path / "gb.csv"
+    shutil.copy(graded["out"], out)
+    rows = g.read_gradebook(out)
+    full_key = g.display_key(graded["sub"] / "full_01_linear_recurrence.ipynb")
+    for r in rows:
+        if r["submission"] == full_key:
+            r["status"], r["total"] = "kernel died", "0"
+    g.write_gradebook(out, rows)
     logs = []
-    start = time.monotonic()
-    g.grade([graded["sub"]], graded["out"], solutions=SOLUTIONS, feedback_dir=graded["feedback"],
-            log=logs.append)
-    assert time.monotonic() - start < 10
-    assert len([m for m in logs if m.startswith("skip")]) == 8
-    assert graded["out"].read_bytes() == graded["csv"]
+    g.grade([graded["sub"]], out, solutions=SOLUTIONS, feedback_dir=tmp_path / "fb",
+            cell_timeout=CELL_TIMEOUT, log=logs.append)
+    skipped = [m for m in logs if m.startswith("skip")]
+    assert len(skipped) == 4                          # not: chaos, the two unparseable, full
+    assert not any("full_01" in m or "chaos_01" in m for m in skipped)
+    after = {r["submission"]: r for r in g.read_gradebook(out)}
+    before = {r["submission"]: r for r in g.read_gradebook(graded["out"])}
+    assert after == before                            # the retried rows came out the same
 
 
 def test_regrading_in_another_order_changes_nothing(graded, tmp_path):
@@ -210,6 +249,10 @@ def test_regrading_in_another_order_changes_nothing(graded, tmp_path):
             log=lambda *a: None)
     after = {r["submission"]: r for r in g.read_gradebook(out)}
     assert after == before
+    for name in names:                                # and byte-identical feedback
+        key = g.display_key(graded["sub"] / name)
+        assert (tmp_path / "fb" / g.feedback_name(key)).read_bytes() == \
+            (graded["feedback"] / g.feedback_name(key)).read_bytes()
 
 
 def test_gradebook_write_is_atomic(tmp_path, monkeypatch):
@@ -226,22 +269,39 @@ def test_gradebook_write_is_atomic(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["gb.csv"]
 
 
-def test_notebook_time_limit_kills_kernel():
-    """A loop that ignores the interrupt: the whole notebook is stopped at its limit, the cells
-    done so far keep their outcome, and no process outlives it."""
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("x = 1"),
-        nbformat.v4.new_code_cell("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-                                  "while True:\n    pass"),
-        nbformat.v4.new_code_cell("y = 2")])
-    start = time.monotonic()
-    state = g.run_notebook(nb, timeout=10, cell_timeout=2, max_output=10_000)
-    assert time.monotonic() - start < 40
-    assert state["timed_out"] and state["cells"]["0"]["status"] == "ok"
-    assert "2" not in state["cells"]
-    time.sleep(0.5)
-    assert state["kernel_pids"] and not any(alive(pid) for pid in state["kernel_pids"])
+# --------------------------------------------------------------------------------------
+# Bad arguments: clear errors, a non-zero exit, nothing written
+# --------------------------------------------------------------------------------------
 
+def test_bad_arguments_are_clear_errors(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    nb = tmp_path / "x_01_linear_recurrence.ipynb"
+    nbformat.write(submission(), nb)
+    out = tmp_path / "gb.csv"
+    cases = [
+        ([str(tmp_path / "missing.ipynb")], "does not exist"),
+        ([str(empty)], "without any .ipynb"),
+        ([str(nb), "--timeout", "0"], "--timeout"),
+        ([str(nb), "--timeout", "-5"], "--timeout"),
+        ([str(nb), "--cell-timeout", "0"], "--cell-timeout"),
+        ([str(nb), "--workers", "0"], "--workers"),
+        ([str(nb), "--solutions", str(empty)], "no solution notebooks"),
+        ([str(nb), "--solutions", str(tmp_path / "nowhere")], "no solutions folder"),
+    ]
+    for args, message in cases:
+        assert g.main([*args, "--out", str(out)]) == 2, args
+        err = capsys.readouterr().err
+        assert message in err and err.startswith("error:"), (args, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "empty", "x_01_linear_recurrence.ipynb"]       # no gradebook, no feedback folder
+    with pytest.raises(g.GradeError, match="does not exist"):
+        g.grade([tmp_path / "missing.ipynb"], out, solutions=SOLUTIONS)
+
+
+# --------------------------------------------------------------------------------------
+# Time limits, kernel loss, bad file names, write errors, no sandbox
+# --------------------------------------------------------------------------------------
 
 def alive(pid):
     """Running (a killed process whose parent is gone may stay a zombie until reaped)."""
@@ -256,3 +316,311 @@ def alive(pid):
         except ProcessLookupError:
             return False
         return True
+
+
+def run_cells(sources, *, timeout, cell_timeout, kind="auto"):
+    steps = [g.Step("code", i, source=s) for i, s in enumerate(sources)]
+    box = sb.choose(kind)
+    started = []
+    real_start = box.start
+
+    def start():
+        kp = real_start()
+        started.append(kp.pid)
+        return kp
+    box.start = start
+    state = g.run_submission(steps, None, box, files={}, timeout=timeout,
+                             cell_timeout=cell_timeout, max_output=10_000)
+    return state, started
+
+
+IGNORE_INTERRUPTS = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
+
+
+def test_cell_that_ignores_interrupts_is_killed_and_the_rest_runs():
+    """A loop that ignores the interrupt: the kernel (the whole sandbox) is killed at the cell
+    limit plus a grace period, restarted, and the notebook re-run without that cell."""
+    start = time.monotonic()
+    state, pids = run_cells(["x = 1", IGNORE_INTERRUPTS, "assert x == 1"], timeout=60,
+                            cell_timeout=2)
+    assert time.monotonic() - start < 40
+    out = state["outcomes"]
+    assert out[0]["status"] == "ok" and out[1]["status"] == "timeout" and \
+        out[2]["status"] == "ok"
+    assert state["restarts"] == 1 and not state["timed_out"]
+    time.sleep(0.5)
+    assert len(pids) == 2 and not any(alive(pid) for pid in pids)
+
+
+def test_notebook_time_limit_stops_everything():
+    """Cells that each stay under the cell limit, but not under the notebook's: stopped at the
+    notebook limit; done cells keep their outcome; no process outlives it."""
+    start = time.monotonic()
+    state, pids = run_cells(["x = 1", "import time\ntime.sleep(3)", "time.sleep(3)",
+                             "time.sleep(3)", "y = 2"], timeout=8, cell_timeout=5)
+    elapsed = time.monotonic() - start
+    assert elapsed < 8 + 7                       # the limit, plus the grace to kill
+    assert state["timed_out"] and state["outcomes"][0]["status"] == "ok"
+    assert 4 not in state["outcomes"]
+    time.sleep(0.5)
+    assert pids and not any(alive(pid) for pid in pids)
+
+
+def test_bad_file_name_write_error_and_no_sandbox(tmp_path):
+    """A file name that is not valid UTF-8 gets its own row; a feedback file that cannot be
+    written costs only its row; `--sandbox none` warns and says so in the gradebook."""
+    sub = tmp_path / "subs"
+    sub.mkdir()
+    nb = submission({"ex1.5-solution": WRONG_RADIUS})
+    bad = os.fsdecode(b"bad\xff_01_linear_recurrence.ipynb")
+    nbformat.write(nb, sub / bad)
+    nbformat.write(nb, sub / "blocked_01_linear_recurrence.ipynb")
+    out, fb = tmp_path / "gb.csv", tmp_path / "fb"
+    fb.mkdir()
+    blocked = g.feedback_name(g.display_key(sub / "blocked_01_linear_recurrence.ipynb"))
+    (fb / blocked).mkdir()                       # writing this feedback file fails
+    logs = []
+    rows = g.grade([sub], out, solutions=SOLUTIONS, feedback_dir=fb, sandbox="none",
+                   cell_timeout=CELL_TIMEOUT, workers=2, log=logs.append)
+    assert any(m.startswith("WARNING: grading WITHOUT a sandbox") for m in logs)
+    by_name = {Path(r["submission"]).name: r for r in rows}
+    assert set(by_name) == {"bad\\xff_01_linear_recurrence.ipynb",
+                            "blocked_01_linear_recurrence.ipynb"}
+    good = by_name["bad\\xff_01_linear_recurrence.ipynb"]
+    assert good["status"] == "graded" and float(good["total"]) == 12
+    assert good["sandbox"] == "none"
+    assert by_name["blocked_01_linear_recurrence.ipynb"]["status"].startswith(
+        "grader error: the feedback file could not be written")
+    assert out.read_text(encoding="utf-8").count("\n") == 3
+    logs.clear()                                 # the error row is retried, the other skipped
+    g.grade([sub], out, solutions=SOLUTIONS, feedback_dir=fb, sandbox="none",
+            cell_timeout=CELL_TIMEOUT, log=logs.append)
+    assert [m for m in logs if m.startswith("skip")] == \
+        [f"skip (already graded): {good['submission']}"]
+
+
+# --------------------------------------------------------------------------------------
+# The wire and the plan (no kernel)
+# --------------------------------------------------------------------------------------
+
+def test_wire_round_trip_keeps_types():
+    import jax
+    import jax.numpy as jnp
+    value = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": (1, 2.5, 3 + 4j, None),
+             "c": [True, "text", np.float64(0.5), np.int32(-3), np.complex64(1j)],
+             "d": jnp.ones((2, 2), jnp.complex64), "key": jax.random.PRNGKey(3),
+             "typed": jax.random.key(4), 7: np.zeros((0, 3), np.int64), "e": np.bool_(True)}
+    back = wire.decode(wire.encode(value))
+    assert set(back) == set(value)
+    assert back["a"].dtype == np.float32 and np.array_equal(back["a"], value["a"])
+    assert back["b"] == value["b"] and isinstance(back["b"], tuple)
+    assert back["c"] == value["c"] and type(back["c"][2]) is np.float64 and \
+        type(back["c"][3]) is np.int32 and type(back["c"][4]) is np.complex64
+    assert isinstance(back["d"], jax.Array) and back["d"].dtype == jnp.complex64
+    assert isinstance(back["key"], jax.Array) and np.array_equal(back["key"], value["key"])
+    assert jnp.issubdtype(back["typed"].dtype, jax.dtypes.prng_key)
+    assert np.array_equal(jax.random.key_data(back["typed"]), jax.random.key_data(value["typed"]))
+    assert back[7].shape == (0, 3) and type(back["e"]) is np.bool_
+    assert type(wire.decode(wire.encode(np.float32(2.0)))) is np.float32
+    assert isinstance(wire.decode(wire.encode(jnp.float32(2.0))), jax.Array)
+
+
+@pytest.mark.parametrize("value", [object(), np.array([object()]), lambda: 1,
+                                   np.array(["text"]), {object(): 1}, 10 ** 2000])
+def test_wire_rejects_what_is_not_plain_data(value):
+    with pytest.raises(wire.Unsendable):
+        wire.encode(value)
+
+
+@pytest.mark.parametrize("frame", [
+    {"t": "nd", "dtype": "|O", "shape": [1], "b64": ""},
+    {"t": "nd", "dtype": "<f4", "shape": [3], "b64": "AAAA"},          # size mismatch
+    {"t": "nd", "dtype": "<f4", "shape": [-1], "b64": ""},
+    {"t": "nd", "dtype": "float32", "shape": [], "b64": "AAAAAA=="},   # not a dtype.str
+    {"t": "ref", "name": "x"},                                           # no refs here
+    {"t": "pickle", "v": "gASV"},
+    {"t": "key", "impl": "os.system", "data": {}},
+    {"t": "dict", "k": [[1]], "v": [1]},
+])
+def test_wire_rejects_bad_frames(frame):
+    with pytest.raises(wire.WireError):
+        wire.decode(frame)
+
+
+def test_frame_reader_limits():
+    reader = wire.FrameReader(100)
+    data = wire.pack({"a": 1})
+    assert reader.feed(data[:3]) == [] and reader.feed(data[3:] + data) == [{"a": 1}] * 2
+    with pytest.raises(wire.WireError, match="limit"):
+        wire.FrameReader(10).feed(wire.pack({"a": "x" * 50}))
+    with pytest.raises(wire.WireError, match="unreadable"):
+        wire.FrameReader(100).feed(len(b"{no").to_bytes(4, "big") + b"{no")
+
+
+def test_free_names_and_plan():
+    import ast
+    code = ("from lrnn.check import forbid as _f\n_x = f(np.ones(3))\n"
+            "assert all(np.allclose(a, b) for a, b in zip(_x, g(_x)))\n"
+            "with _f('m.h'):\n    h(1)\n")
+    assert sorted(g.free_names(ast.parse(code))) == ["all", "f", "g", "h", "np", "zip"]
+    sols = g.load_solutions(SOLUTIONS)
+    sol = sols["01_linear_recurrence"]
+    assert {"binary_operator", "parallel_scan", "kernel", "convolve",
+            "spectral_radius"} <= sol["student_names"]
+    nb = submission()
+    del nb.cells[-2]                               # a deleted test cell goes to the end
+    steps, where, _ = g.plan(nb, sol["table"])
+    assert [s.kind for s in steps].count("test") == 5
+    assert steps[-1].kind == "test" and steps[-1].cell is None
+    assert not any("check(" in s.source for s in steps if s.kind == "code")
+
+
+# --------------------------------------------------------------------------------------
+# Bad inputs to the exercise build lose nothing
+# --------------------------------------------------------------------------------------
+
+def _snapshot(folder):
+    return {p.name: p.read_bytes() for p in sorted(Path(folder).iterdir())}
+
+
+def test_exercises_build_never_deletes_or_overwrites_on_bad_input(tmp_path):
+    """`python -m lrnn.exercises build` with an empty or missing solutions folder, the same
+    folder twice, or an exercises path that is a file: a clear error, a non-zero exit, and
+    every file as it was. With a solution missing, the other notebooks are rebuilt but the
+    orphan is kept (exit 1)."""
+    import subprocess
+    import sys
+    exe = tmp_path / "exercises"
+    shutil.copytree(ROOT / "exercises", exe)
+    (exe / "notes.txt").write_text("mine", encoding="utf-8")
+    before = _snapshot(exe)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    a_file = tmp_path / "a_file.ipynb"
+    a_file.write_text("keep me", encoding="utf-8")
+    sol_copy = tmp_path / "solutions"
+    shutil.copytree(SOLUTIONS, sol_copy)
+    sol_before = _snapshot(sol_copy)
+
+    def build(*args):
+        return subprocess.run([sys.executable, "-m", "lrnn.exercises", "build", *args],
+                              capture_output=True, text=True, cwd=tmp_path)
+    for args, message in [
+        (["--solutions", str(empty), "--exercises", str(exe)], "no solution notebooks"),
+        (["--solutions", str(tmp_path / "nowhere"), "--exercises", str(exe)],
+         "no solutions folder"),
+        (["--solutions", str(sol_copy), "--exercises", str(sol_copy)], "same folder"),
+        (["--solutions", str(sol_copy), "--exercises", str(a_file)], "not a folder"),
+    ]:
+        proc = build(*args)
+        assert proc.returncode == 2 and message in proc.stdout, (args, proc.stdout)
+        assert _snapshot(exe) == before and _snapshot(sol_copy) == sol_before
+        assert a_file.read_text(encoding="utf-8") == "keep me"
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    shutil.copy(SOLUTIONS / "01_linear_recurrence.ipynb", partial)
+    proc = build("--solutions", str(partial), "--exercises", str(exe))
+    assert proc.returncode == 1 and "have no solution" in proc.stdout
+    assert _snapshot(exe) == before                 # 01 was already up to date; none deleted
+    assert not [p for p in exe.iterdir() if p.name.endswith(".tmp")]
+
+
+# --------------------------------------------------------------------------------------
+# The grader itself killed: nothing survives it, nothing is left behind
+# --------------------------------------------------------------------------------------
+
+def _processes_of(uids):
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            for line in status.read_text().splitlines():
+                if line.startswith("Uid:"):
+                    if int(line.split()[1]) in uids:
+                        found.append(int(status.parent.name))
+                    break
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def test_killed_grader_leaves_no_process_and_no_temporary_file(tmp_path):
+    """SIGKILL to the grader while a sandboxed notebook sleeps: the sandbox dies with it, the
+    gradebook is as before, no temporary file is left, and the lock is free again."""
+    import signal
+    import subprocess
+    import sys
+    if os.geteuid() != 0 or sb.choose("auto").kind != "bwrap":
+        pytest.skip("needs root and bubblewrap: sandbox processes are found by their user id")
+    sub = tmp_path / "subs"
+    sub.mkdir()
+    nbformat.write(submission(before_first_test=["import time\ntime.sleep(120)"]),
+                   sub / "slow_01_linear_recurrence.ipynb")
+    out = tmp_path / "gb.csv"
+    g.write_gradebook(out, [{"submission": "other", "total": 1, "max_total": 2}])
+    before = out.read_bytes()
+    proc = subprocess.Popen([sys.executable, "-m", "lrnn.grade", str(sub), "--out", str(out),
+                             "--sandbox", "bwrap"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    uids = {sb.UID_BASE + (proc.pid % 1_000_000) * 64 + slot for slot in range(64)}
+    deadline = time.monotonic() + 60
+    while not _processes_of(uids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes_of(uids), "the sandbox never started"
+    time.sleep(1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while _processes_of(uids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes_of(uids) == []
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["feedback", "gb.csv", "gb.csv.lock",
+                                                          "subs"]
+    assert list((tmp_path / "feedback").iterdir()) == []
+    assert not list(Path("/tmp").glob(f"lrnn-kernel-{proc.pid}-*"))
+    with g._GradebookLock(out):                  # the dead grader's lock is free
+        pass
+    left = [d for _, parent in sb._cgroup_parents()
+            for d in Path(parent).glob(f"lrnn-kernel-{proc.pid}-*")]
+    sb.clean_stale_cgroups()                     # what the next grader does first
+    assert not [d for d in left if d.exists()]
+
+
+def test_stale_working_folders_of_killed_graders_are_removed(tmp_path, monkeypatch):
+    """Without a sandbox, kernels work in folders of the grader's /tmp; a grader that was
+    killed leaves its folders, which the next one removes (never those of a live grader)."""
+    monkeypatch.setattr(sb.tempfile, "gettempdir", lambda: str(tmp_path))
+    dead = subprocess_pid_that_exited()
+    stale = tmp_path / f"lrnn-kernel-{dead}-abc"
+    live = tmp_path / f"lrnn-kernel-{os.getppid()}-abc"
+    for d in (stale, live):
+        (d / "home").mkdir(parents=True)
+    sb.clean_stale_workdirs()
+    assert not stale.exists() and live.exists()
+
+
+def subprocess_pid_that_exited():
+    import subprocess
+    import sys
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_gradebook_and_feedback_beside_the_submissions_are_not_shown_to_kernels(tmp_path):
+    """--out and --feedback-dir in the submissions folder: the files beside a submission are
+    copied into its sandbox, but never the gradebook, its lock or anyone's feedback."""
+    sub = tmp_path / "subs"
+    sub.mkdir()
+    (sub / "data.csv").write_text("1,2\n", encoding="utf-8")
+    peek = ("import os\nseen = sorted(os.listdir('.'))\n"
+            "assert seen == ['data.csv'], seen")
+    nbformat.write(submission(before_first_test=[peek]), sub / "a_01_linear_recurrence.ipynb")
+    nbformat.write(submission(), sub / "b_01_linear_recurrence.ipynb")
+    for force in (False, True):                  # the second run finds the first's files
+        rows = g.grade([sub], sub / "gradebook.csv", feedback_dir=sub, force=force,
+                       solutions=SOLUTIONS, cell_timeout=CELL_TIMEOUT, log=lambda *a: None)
+    assert {float(r["total"]) for r in rows} == {14}
+    text = (sub / g.feedback_name(g.display_key(sub / "a_01_linear_recurrence.ipynb"))
+            ).read_text(encoding="utf-8")
+    assert "raised" not in text

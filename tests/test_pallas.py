@@ -1,111 +1,105 @@
-"""The Pallas scan kernel (``method="pallas"``), run in interpret mode on the CPU.
+"""The Pallas scan kernel (``method="pallas"``), run in interpret mode on the CPU, its CUDA
+lowering (no GPU needed), and what ``method="auto"`` picks on a GPU.
 
-Interpret mode compiles slowly, so every test jits one function that covers several cases
-(both directions, both the single-pass and the two-pass plan) and the sizes are tiny."""
+Interpret mode compiles slowly, so each test jits one function that covers several paths
+(directions, one pass and chunked passes, the unrolled tail, prefetch) and sizes are tiny."""
 import re
+import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jax import lax
 
 import lrnn
 from lrnn import bench, scan_pallas
-from lrnn.scan import linear_scan
+from lrnn.scan import linear_scan, pallas_triton, pallas_tuning, sequential
+from lrnn.scan.pallas_triton import Tiles
 
-L_ODD = 13           # not a multiple of the chunk: exercises the padding
-CHUNK = 4            # forces the two-pass scan (4 chunks of 4, the last one padded)
+L_ODD = 13           # not a multiple of the unroll (4): the tail runs; chunks of 5: the last is short
+KINDS = ["complex time-invariant", "real time-invariant", "real time-varying",
+         "complex time-varying"]
+#: (reverse, tiles, chunk): one pass with a tail, chunked with a short last chunk, both
+#: directions, with and without prefetch.
+WAYS = [(False, Tiles(8, 4), None), (True, Tiles(8, 4, prefetch=True), 5),
+        (False, Tiles(8, 3, prefetch=True), 5), (True, Tiles(8, 4), None)]
 
 
 def _complex(rng, *shape):
     return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
 
 
-def _all_ways(a, b, **kw):
-    """x for reverse in (False, True) × plan in (single pass, two passes)."""
-    return [scan_pallas.pallas_scan(a, b, reverse, chunk=chunk, **kw)
-            for reverse in (False, True) for chunk in (None, CHUNK)]
-
-
-def _reference(a, b):
-    return [linear_scan(a, b, reverse=reverse, method="sequential")
-            for reverse in (False, True) for _ in (None, CHUNK)]
-
-
-def _check(xs, refs, tol=2e-5):
-    for x, ref in zip(xs, refs):
-        assert x.shape == ref.shape and x.dtype == ref.dtype
-        scale = float(jnp.max(jnp.abs(ref)))
-        np.testing.assert_allclose(np.asarray(x), np.asarray(ref), atol=tol * scale, rtol=0)
-
-
 def _inputs(rng, kind, lead=(2, 3), length=L_ODD, n=5):
-    if kind == "complex time-invariant":
-        a = (rng.uniform(0.6, 0.99, n) * np.exp(1j * rng.uniform(0, 2 * np.pi, n)))
-        return jnp.asarray(a.astype(np.complex64)), jnp.asarray(_complex(rng, *lead, length, n))
-    b = jnp.asarray(rng.standard_normal((*lead, length, n)).astype(np.float32))
-    if kind == "real time-invariant":
-        return jnp.asarray(rng.uniform(-0.99, 0.99, n).astype(np.float32)), b
-    if kind == "real time-varying":
-        return jnp.asarray(rng.uniform(0.5, 1.0, (*lead, length, n)).astype(np.float32)), b
-    raise AssertionError(kind)
+    complex_ = kind.startswith("complex")
+    b = _complex(rng, *lead, length, n) if complex_ else \
+        rng.standard_normal((*lead, length, n)).astype(np.float32)
+    a_shape = (n,) if kind.endswith("time-invariant") else (*lead, length, n)
+    a = rng.uniform(0.5, 0.99, a_shape)
+    if complex_:
+        a = a * np.exp(1j * rng.uniform(0, 2 * np.pi, a_shape))
+    return jnp.asarray(a.astype(b.dtype)), jnp.asarray(b)
 
 
-@pytest.mark.parametrize("kind", ["complex time-invariant", "real time-invariant",
-                                  "real time-varying"])
-def test_matches_sequential(rng, kind):
+def _close(x, ref, tol=2e-5):
+    assert x.shape == ref.shape and x.dtype == ref.dtype
+    scale = float(jnp.max(jnp.abs(ref)))
+    np.testing.assert_allclose(np.asarray(x), np.asarray(ref), atol=tol * scale, rtol=0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_forward_matches_sequential_on_every_path(rng, kind):
     a, b = _inputs(rng, kind)
-    _check(jax.jit(_all_ways)(a, b), _reference(a, b))
+
+    def all_ways(a, b):
+        return [scan_pallas.pallas_scan(a, b, rev, tiles=t, chunk=c) for rev, t, c in WAYS]
+    for (rev, _, _), x in zip(WAYS, jax.jit(all_ways)(a, b)):
+        _close(x, linear_scan(a, b, reverse=rev, method="sequential"))
 
 
-def test_plans_cover_both_paths():
-    # The test above forces chunk=CHUNK; check that the planner itself picks the two-pass scan
-    # when batch x channels is small (B=1, L=65536, N=64) and a single pass when it is large.
-    block_n, chunk, n_chunks = scan_pallas.plan(1, 65536, 64)
-    assert n_chunks > 1 and chunk * n_chunks >= 65536 and chunk >= scan_pallas.MIN_CHUNK
-    assert scan_pallas.plan(64, 4096, 4096)[2] == 1
-    assert scan_pallas.plan(2, 100, 5, chunk=4) == (8, 4, 25)
+@pytest.mark.parametrize("kind", ["complex time-invariant", "real time-varying"])
+def test_adjoint_pass_matches_the_reference_adjoint(rng, kind):
+    # The fused backward pass (the kernel in the other direction, reading x one row ahead to
+    # form da) against lrnn.scan.sequential.adjoint, on the chunked plan and on one pass.
+    a, b = _inputs(rng, kind, lead=(2,))
+    g = jnp.asarray(rng.standard_normal(b.shape).astype(np.float32)).astype(b.dtype)
+    ways = [(False, Tiles(8, 4), 5), (True, Tiles(8, 3, prefetch=True), None)]
 
-
-def test_length_one_and_channel_padding(rng):
-    a, b = _inputs(rng, "complex time-invariant", lead=(3,), length=1, n=3)
-    x = jax.jit(lambda a, b: scan_pallas.pallas_scan(a, b, True))(a, b)
-    np.testing.assert_array_equal(np.asarray(x), np.asarray(b))
-
-
-def test_linear_scan_method_pallas_and_bf16(rng):
-    # Through the public API, complex time-invariant a on two batch dims ...
-    a, b = _inputs(rng, "complex time-invariant", lead=(2,), length=6)
-    x = jax.jit(lambda a, b: linear_scan(a, b, method="pallas"))(a, b)
-    _check([x], [linear_scan(a, b, method="sequential")])
-    # ... and bfloat16 in and out, accumulating in float32: the error is bf16 rounding of the
-    # inputs and of the output, not an error that grows with L.
-    a, b = _inputs(rng, "real time-varying", lead=(2,), length=L_ODD)
-    a16, b16 = a.astype(jnp.bfloat16), b.astype(jnp.bfloat16)
-    x16 = jax.jit(lambda a, b: scan_pallas.pallas_scan(a, b, False, chunk=CHUNK))(a16, b16)
-    assert x16.dtype == jnp.bfloat16
-    exact = linear_scan(a16.astype(jnp.float32), b16.astype(jnp.float32), method="sequential")
-    scale = float(jnp.max(jnp.abs(exact)))
-    np.testing.assert_allclose(np.asarray(x16.astype(jnp.float32)), np.asarray(exact),
-                               atol=2 ** -8 * scale, rtol=0)
+    def adjoints(a, b, g):
+        out = []
+        for reverse, tiles, chunk in ways:
+            a_p, b_p = scan_pallas._as_planes(a, b)
+            _, g_p = scan_pallas._as_planes(a, g)
+            x = scan_pallas.scan_planes(a_p, b_p, reverse=reverse, tiles=tiles, chunk=chunk)
+            lam, da = scan_pallas.scan_planes(a_p, g_p, reverse=not reverse, x=x, tiles=tiles,
+                                              chunk=chunk)
+            out.append((scan_pallas.from_planes(lam).reshape(b.shape),
+                        scan_pallas.from_planes(da).reshape(a.shape)))
+        return out
+    for (reverse, _, _), (lam, da) in zip(ways, jax.jit(adjoints)(a, b, g)):
+        x = sequential.scan(a, b, reverse)
+        da_ref, lam_ref = sequential.adjoint(a, x, g, reverse)
+        _close(lam, lam_ref)
+        _close(da, da_ref.astype(da.dtype), tol=5e-5)
 
 
 def _autodiff_sequential(a, b):
     """A plain lax.scan differentiated by JAX autodiff (no custom VJP)."""
-    a_t = a if a.ndim == 1 else jnp.moveaxis(a, -2, 0)
+    a_seq = jnp.broadcast_to(a, (b.shape[-2],) + a.shape) if a.ndim == 1 else jnp.moveaxis(a, -2, 0)
 
     def step(x, ab):
         a_k, b_k = ab
         x = a_k * x + b_k
         return x, x
-    a_seq = jnp.broadcast_to(a_t, (b.shape[-2],) + a_t.shape) if a.ndim == 1 else a_t
     _, x = lax.scan(step, jnp.zeros_like(b[..., 0, :]), (a_seq, jnp.moveaxis(b, -2, 0)))
     return jnp.moveaxis(x, 0, -2)
 
 
-@pytest.mark.parametrize("kind", ["complex time-invariant", "real time-varying"])
-def test_gradients_match_autodiff_of_sequential(rng, kind):
+@pytest.mark.parametrize("kind", ["complex time-invariant", "real time-varying",
+                                  "complex time-varying"])
+def test_gradients_through_linear_scan_match_autodiff(rng, kind):
     a, b = _inputs(rng, kind, lead=(2,), length=7, n=3)
     w = jnp.asarray(rng.standard_normal(b.shape).astype(np.float32))
 
@@ -121,77 +115,204 @@ def test_gradients_match_autodiff_of_sequential(rng, kind):
                                    atol=1e-4 * float(jnp.max(jnp.abs(r))), rtol=0)
 
 
-def test_auto_never_picks_pallas_on_cpu_and_describe_says_so():
-    for shape in [(1, 65536, 64), (16, 16384, 256), (8, 3, 4)]:
-        assert lrnn.scan.choose_method(shape, backend="cpu") != "pallas"
-    text = lrnn.scan.describe((8, 4096, 256))
-    method = lrnn.scan.choose_method((8, 4096, 256))
-    assert f"{method!r}" in text and "pallas" in text and "interpret" in text
-    assert "pallas" in lrnn.scan.METHODS
+@settings(max_examples=5, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(batch=st.integers(1, 2), length=st.integers(1, 11), n=st.integers(1, 9),
+       unroll=st.sampled_from([1, 2, 4]), chunk=st.one_of(st.none(), st.integers(1, 6)),
+       reverse=st.booleans(), varying=st.booleans())
+def test_shape_edge_cases(batch, length, n, unroll, chunk, reverse, varying):
+    # L = 1, L < unroll, N not a multiple of the block (padding), a chunk of one row, ...
+    rng = np.random.default_rng([batch, length, n, unroll, chunk or 0])
+    b = jnp.asarray(rng.standard_normal((batch, length, n)).astype(np.float32))
+    a_shape = b.shape if varying else (n,)
+    a = jnp.asarray(rng.uniform(-0.99, 0.99, a_shape).astype(np.float32))
+    x = scan_pallas.pallas_scan(a, b, reverse, tiles=Tiles(8, unroll), chunk=chunk)
+    _close(x, sequential.scan(a, b, reverse))
 
 
-def test_auto_rule_for_gpus(monkeypatch):
-    class FakeGPU:
-        def __init__(self, cc, kind):
-            self.compute_capability, self.device_kind = cc, kind
-    for cc, kind, expected in [("9.0", "NVIDIA H100", True), ("8.0", "NVIDIA A100", True),
-                               ("7.5", "Tesla T4", False)]:
+def test_bfloat16_in_and_out_accumulates_in_float32(rng):
+    # The error is bf16 rounding of the inputs and of the output, not an error growing with L.
+    a, b = _inputs(rng, "real time-varying", lead=(2,), length=40)
+    a16, b16 = a.astype(jnp.bfloat16), b.astype(jnp.bfloat16)
+    x16 = jax.jit(lambda a, b: scan_pallas.pallas_scan(a, b, False, tiles=Tiles(8, 4),
+                                                       chunk=16))(a16, b16)
+    assert x16.dtype == jnp.bfloat16
+    exact = sequential.scan(a16.astype(jnp.float32), b16.astype(jnp.float32), False)
+    np.testing.assert_allclose(np.asarray(x16.astype(jnp.float32)), np.asarray(exact),
+                               atol=2 ** -7 * float(jnp.max(jnp.abs(exact))), rtol=0)
+
+
+def test_plan_chunks_narrow_problems_only():
+    # Few sequences × channels (B=1, N=64): time is cut into chunks; many: one pass.
+    p = scan_pallas.plan(1, 65536, 64, capability="9.0")
+    assert p.n_chunks > 1 and p.chunk * p.n_chunks >= 65536
+    assert p.chunk % p.tiles.unroll == 0 and p.chunk >= pallas_tuning.TABLE["9.0"].min_chunk
+    assert scan_pallas.plan(64, 4096, 256, capability="9.0").n_chunks == 1
+    assert scan_pallas.plan(2, 100, 5, tiles=Tiles(8, 4), chunk=30) == scan_pallas.Plan(
+        Tiles(8, 4), 30, 4, 8, pallas_tuning.GENERIC.name)
+    # An unknown GPU gets the safe default, not the H100's entry.
+    assert scan_pallas.plan(64, 4096, 256, capability="12.0").source == pallas_tuning.GENERIC.name
+
+
+def test_every_table_entry_is_a_valid_plan():
+    for gen in [pallas_tuning.GENERIC, *pallas_tuning.TABLE.values()]:
+        for (kind, bucket), t in gen.tiles.items():
+            assert kind in ("ti-real", "ti-complex", "tv-real", "tv-complex")
+            assert bucket in ("wide", "narrow")
+            assert t.block_n & (t.block_n - 1) == 0 and t.unroll >= 1 and t.warps >= 1
+
+
+# ----------------------------------------------------------------------------------------
+# What "auto" picks, for backend="gpu" on every dtype, with fake devices (no GPU needed)
+# ----------------------------------------------------------------------------------------
+
+class FakeGPU:
+    platform = "gpu"
+
+    def __init__(self, cc, kind):
+        self.compute_capability, self.device_kind = cc, kind
+
+
+DTYPES = ["float64", "complex128", "bfloat16", "complex64", "float32"]
+WIDE, NARROW = (8, 4096, 1024), (1, 65536, 64)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    def use(cc, kind="NVIDIA H100 80GB HBM3"):
         monkeypatch.setattr(jax, "devices", lambda *a, dev=FakeGPU(cc, kind): [dev])
-        ok, why = scan_pallas.auto_ok("gpu")
-        assert ok is expected and cc in why
-    assert scan_pallas.auto_ok("cpu")[0] is False
+        monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+        # No real GPU: the kernel's availability is its import and its CUDA lowering.
+        monkeypatch.setattr(scan_pallas, "on_gpu", lambda: False)
+    return use
 
 
-def test_rejects_float64(x64):
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("cc,kind", [("9.0", "NVIDIA H100 80GB HBM3"), ("8.0", "NVIDIA A100"),
+                                     ("7.5", "Tesla T4"), (None, "some GPU")])
+def test_auto_on_a_gpu_never_picks_what_cannot_run_or_does_not_win(fake_gpu, dtype, cc, kind):
+    fake_gpu(cc, kind)
+    for shape, varying in [(WIDE, True), (WIDE, False), (NARROW, False)]:
+        method = lrnn.scan.choose_method(shape, backend="gpu", dtype=dtype,
+                                         time_invariant=not varying)
+        assert method in ("pallas", "associative")
+        real32 = dtype in ("float32", "bfloat16")
+        # The kernel: only on the measured generation, only for dtypes it reads, only where
+        # it won (real inputs with many sequences × channels).
+        assert (method == "pallas") == (cc == "9.0" and real32 and shape == WIDE), (shape, dtype)
+        text = lrnn.scan.describe(shape, dtype=dtype, time_invariant=not varying)
+        assert "\n" not in text and f"'{method}'" in text and dtype in text
+        if not real32 and dtype != "complex64":
+            assert f"not {dtype}" in text                   # the dtype is the reason
+        elif cc in ("7.5", None):
+            assert ("7.5" in text) if cc else ("compute capability" in text)
+
+
+def test_auto_falls_back_when_pallas_does_not_import_or_lower(fake_gpu, monkeypatch):
+    fake_gpu("9.0")
+    assert lrnn.scan.choose_method(WIDE, backend="gpu", dtype="float32") == "pallas"
+    for err in (ImportError("No module named 'jax.experimental.pallas.triton'"),
+                NotImplementedError("Unimplemented primitive in Pallas GPU lowering: scan")):
+        def broken():
+            raise err
+        monkeypatch.setattr(scan_pallas, "_probe_lowering", broken)
+        scan_pallas._kernel_status.cache_clear()
+        try:
+            assert lrnn.scan.choose_method(WIDE, backend="gpu", dtype="float32") == "associative"
+            text = lrnn.scan.describe(WIDE, dtype="float32")
+            assert "'associative'" in text and "does not lower" in text and \
+                type(err).__name__ in text
+            with pytest.raises(ValueError, match=r"`method`: got 'pallas'.*cannot run"):
+                monkeypatch.setattr(scan_pallas, "on_gpu", lambda: True)
+                linear_scan(jnp.ones(4), jnp.ones((5, 4)), method="pallas")
+        finally:
+            monkeypatch.undo()
+            scan_pallas._kernel_status.cache_clear()
+            fake_gpu("9.0")
+    assert scan_pallas.kernel_status("gpu")[0] is True     # and the real lowering is cached again
+
+
+def test_auto_on_cpu_is_sequential_and_describe_says_why():
+    for shape in [(1, 65536, 64), (16, 16384, 256), (8, 3, 4)]:
+        assert lrnn.scan.choose_method(shape, backend="cpu") == "sequential"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        text = lrnn.scan.describe((8, 4096, 256))
+    assert "'sequential'" in text and "interpret mode" in text and "\n" not in text
+
+
+def test_pallas_rejects_float64_clearly(x64):
     with pytest.raises(ValueError, match="`b`.*float64"):
         scan_pallas.pallas_scan(jnp.ones(3), np.ones((4, 3), np.float64))
+    with pytest.raises(ValueError, match="`method`: got 'pallas' for float64"):
+        linear_scan(jnp.ones(3), np.ones((4, 3), np.float64), method="pallas")
 
 
-def _cuda_text(fn, *args):
-    return jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
+def test_only_the_triton_deprecation_warning_is_silenced():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        pallas_triton.quiet_triton_deprecation()
+        warnings.warn("The Pallas Triton backend is deprecated and will be removed in a future "
+                      "JAX version.", DeprecationWarning)
+        warnings.warn("Some other API is deprecated.", DeprecationWarning)
+        warnings.warn("The Pallas Triton backend is deprecated and will be removed in a future "
+                      "JAX version.", UserWarning)
+    assert [str(w.message) for w in caught] == [
+        "Some other API is deprecated.",
+        "The Pallas Triton backend is deprecated and will be removed in a future JAX version."]
 
 
-def _triton_calls(text):
+# ----------------------------------------------------------------------------------------
+# Lowering for CUDA (no GPU needed): the kernel the tests above run is accepted by the Pallas
+# -> Triton lowering, with the H100's plan, at every shape the GPU benchmark times.
+# ----------------------------------------------------------------------------------------
+
+@pytest.fixture
+def as_on_an_h100(monkeypatch):
+    monkeypatch.setattr(scan_pallas, "on_gpu", lambda: True)
+    monkeypatch.setattr(scan_pallas, "device_capability", lambda: "9.0")
+    monkeypatch.setattr(scan_pallas, "kernel_status", lambda *a: (True, "lowers"))
+
+
+def _triton_calls(fn, *args):
+    text = jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
     return len(re.findall(r"__gpu\$xla\.gpu\.triton", text))
 
 
-def _gpu_inputs(kind, shape):
-    batch, length, n = shape
+def _forward_and_adjoint(a, b):
+    a_p, b_p = scan_pallas._as_planes(a, b)
+    x = scan_pallas.scan_planes(a_p, b_p)
+    return scan_pallas.scan_planes(a_p, b_p, reverse=True, x=x)
+
+
+CASES = ([("complex64", s) for s in bench.GPU_EXTRA_SHAPES]
+         + [("float32 time-varying", s) for s in bench.TV_SHAPES]
+         + [("bfloat16", (16, 16384, 256))])
+
+
+@pytest.mark.parametrize("kind,shape", CASES, ids=lambda v: "x".join(map(str, v))
+                         if isinstance(v, tuple) else v.replace(" ", "-"))
+def test_gpu_code_lowers_to_triton_at_every_benchmark_shape(as_on_an_h100, kind, shape):
+    n = shape[-1]
     if kind == "complex64":
-        return (jax.ShapeDtypeStruct((n,), jnp.complex64),
-                jax.ShapeDtypeStruct(shape, jnp.complex64))
-    if kind == "float32 time-varying":
-        return jax.ShapeDtypeStruct(shape, jnp.float32), jax.ShapeDtypeStruct(shape, jnp.float32)
-    return jax.ShapeDtypeStruct((n,), jnp.float32), jax.ShapeDtypeStruct(shape, jnp.bfloat16)
+        a = jax.ShapeDtypeStruct((n,), jnp.complex64)
+        b = jax.ShapeDtypeStruct(shape, jnp.complex64)
+    elif kind == "bfloat16":
+        a, b = jax.ShapeDtypeStruct((n,), jnp.float32), jax.ShapeDtypeStruct(shape, jnp.bfloat16)
+    else:
+        a = b = jax.ShapeDtypeStruct(shape, jnp.float32)
+    p = scan_pallas.plan(*shape, kind=pallas_tuning.kind(kind.startswith("float32 time"),
+                                                        kind == "complex64"))
+    per_scan = 1 if p.n_chunks == 1 else 2          # scan pass, after a reduce pass if chunked
+    assert _triton_calls(_forward_and_adjoint, a, b) == 2 * per_scan
 
 
-@pytest.mark.parametrize("shape", bench.GPU_EXTRA_SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("kind", ["complex64", "float32 time-varying", "bfloat16"])
-def test_gpu_code_path_lowers_to_triton(kind, shape):
-    # Lowering for CUDA needs no GPU: it checks that the very kernel tested above in interpret
-    # mode is accepted by the Pallas Triton lowering (power-of-two blocks, supported ops) at
-    # every shape the GPU benchmark times, in both directions, and that each plan launches the
-    # kernels it should: one (single pass) or two (summary, then scan) per direction.
-    a, b = _gpu_inputs(kind, shape)
-    _, _, n_chunks = scan_pallas.plan(*shape)
-    per_scan = 1 if n_chunks == 1 else 2
-    text = _cuda_text(lambda a, b: [scan_pallas.pallas_scan(a, b, r, interpret=False)
-                                    for r in (False, True)], a, b)
-    assert _triton_calls(text) == 2 * per_scan
-
-
-def test_gpu_gradient_lowers_to_triton(monkeypatch):
-    # The backward pass of method="pallas" is the same kernel run in reverse: with the GPU
-    # branch taken, forward + backward of one scan launch the kernels of two scans (two-pass
-    # plan at this shape: summary and scan kernels, in each direction).
-    monkeypatch.setattr(scan_pallas, "on_gpu", lambda: True)
-    shape = (32, 1024, 512)
-    assert scan_pallas.plan(*shape)[2] > 1
+def test_gradient_of_linear_scan_lowers_to_one_forward_and_one_adjoint(as_on_an_h100):
+    shape = (8, 4096, 256)
     a = jnp.full((shape[-1],), 0.9 * np.exp(0.3j), jnp.complex64)
     b = jax.ShapeDtypeStruct(shape, jnp.complex64)
 
     def loss(a, b):
         return jnp.sum(jnp.abs(linear_scan(a, b, method="pallas")) ** 2)
-
-    text = _cuda_text(jax.grad(loss, argnums=(0, 1)), a, b)
-    assert _triton_calls(text) == 4
+    chunked = scan_pallas.plan(*shape).n_chunks > 1
+    assert _triton_calls(jax.grad(loss, argnums=(0, 1)), a, b) == (4 if chunked else 2)

@@ -26,6 +26,7 @@ OLD_NAMES = {
     "lrnn.check": "lrnn.course.check",
     "lrnn.exercises": "lrnn.course.exercises",
     "lrnn.grade": "lrnn.course.grade",
+    "lrnn.doctor": "lrnn.course.doctor",
 }
 
 

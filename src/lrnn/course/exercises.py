@@ -420,10 +420,21 @@ def build(solutions="solutions", exercises="exercises", *, check: bool = False,
     if not solutions.is_dir():
         print(f"error: no solutions folder at {solutions}", file=out)
         return 2
+    if exercises.exists() and not exercises.is_dir():
+        print(f"error: {exercises} is not a folder", file=out)
+        return 2
+    if exercises.resolve() == solutions.resolve():
+        print(f"error: --exercises and --solutions are the same folder ({solutions}): the "
+              "build would overwrite the solutions with the exercises", file=out)
+        return 2
     try:
         wanted = generate(solutions)
     except BuildError as e:
         print(f"error: {e}", file=out)
+        return 2
+    if not wanted:
+        print(f"error: no solution notebooks ({NOTEBOOK_GLOB}) in {solutions}: nothing to "
+              "build, and nothing in the exercises folder is touched", file=out)
         return 2
     existing = {p.name for p in exercises.glob(NOTEBOOK_GLOB)} if exercises.is_dir() else set()
     stale = sorted(existing - set(wanted))
@@ -449,14 +460,25 @@ def build(solutions="solutions", exercises="exercises", *, check: bool = False,
     for name, text in wanted.items():
         path = exercises / name
         if not path.exists() or path.read_text(encoding="utf-8") != text:
-            tmp = path.with_suffix(".ipynb.tmp")
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(path)
+            tmp = path.with_name(f".{name}.tmp")
+            try:
+                tmp.write_text(text, encoding="utf-8")
+                tmp.replace(path)
+            finally:
+                if tmp.exists():
+                    tmp.unlink()
             print(f"wrote exercises/{name}", file=out)
-    for name in stale:
-        (exercises / name).unlink()
-        print(f"removed stale exercises/{name}", file=out)
     print(f"{len(wanted)} exercise notebooks up to date.", file=out)
+    if stale:
+        # Never delete: a notebook without a solution may be someone's work, or the
+        # solution may be missing by mistake (a wrong --solutions folder).
+        print(f"error: {len(stale)} notebook(s) in {exercises} have no solution in "
+              f"{solutions}, and were left as they are:", file=out)
+        for name in stale:
+            print(f"  {exercises / name}", file=out)
+        print("If a solution was renamed or removed on purpose, delete these by hand; if not, "
+              "check --solutions.", file=out)
+        return 1
     return 0
 
 

@@ -94,8 +94,9 @@ def round_to_tf32(x):
     lsb = (bits >> 13) & jnp.uint32(1)
     rounded = (bits + jnp.uint32(0x0FFF) + lsb) & jnp.uint32(0xFFFFE000)
     finite = jnp.isfinite(x)
-    y = jnp.where(finite, lax.bitcast_convert_type(rounded, jnp.float32), x)
-    return x + lax.stop_gradient(y - x)
+    y = lax.bitcast_convert_type(rounded, jnp.float32)
+    # Straight-through gradient; inf and NaN pass unchanged (inf - inf would make a NaN).
+    return jnp.where(finite, x + lax.stop_gradient(jnp.where(finite, y - x, 0)), x)
 
 
 def _allows_tf32(precision) -> bool:

@@ -15,17 +15,19 @@ Backends (``method=``):
   ``(a, b) ∘ (a', b') = (a'·a, a'·b + b')``, as in the LRU appendix and the RotRNN code.
 * ``"chunked"``     — a sequential scan inside chunks of length ``T`` (all chunks at once),
   a short sequential scan over the chunk ends, then one fix-up multiply.
-* ``"pallas"``      — a Pallas kernel (``lrnn.scan.pallas``): chunked over time with the state
-  in registers, reading ``b`` and writing ``x`` once. Compiled with Triton on a GPU, run in
-  Pallas interpret mode (slow, for testing) elsewhere.
-* ``"auto"``        — the fastest correct choice for the backend and size (see ``describe``).
+* ``"pallas"``      — a Pallas kernel (``lrnn.scan.pallas``; the kernel in ``pallas_triton``, its
+  tiles per GPU generation in ``pallas_tuning``): an unrolled time loop with the state in
+  registers, reading ``b`` and writing ``x`` once, cut into chunks of time when batch × channels
+  cannot fill the GPU. Compiled with Triton on a GPU, run in Pallas interpret mode (slow, for
+  testing) elsewhere.
+* ``"auto"``        — the fastest method that can run the call here (see ``describe``).
 
 Every method is differentiated by the same custom VJP: the adjoint of a linear recurrence is
 the same recurrence run backwards, so the backward pass is one more scan and the memory kept
 for it is ``a`` and ``x``, O(L·N), instead of every level of the associative scan.
 
 Layout: ``sequential`` (the reference), ``associative``, ``chunked`` and ``pallas`` (the GPU
-kernel) are the backends, one module each; ``_api`` holds ``linear_scan``/``rotation_scan`` and
+kernel, with ``pallas_triton`` and ``pallas_tuning``) are the backends; ``_api`` holds ``linear_scan``/``rotation_scan`` and
 the custom VJP, ``_choose`` what ``"auto"`` picks. Imports only ``jax`` and ``lrnn._validate``.
 """
 from . import associative, chunked, sequential

@@ -7,6 +7,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from .._validate import fail, require_choice, require_ndim_at_least
@@ -44,6 +45,10 @@ def _scan(a, b, reverse, method):
 
 
 def _scan_fwd(a, b, reverse, method):
+    if method == "pallas":               # keep x as the kernel wrote it (planes): no re-split
+        from .pallas import forward_with_residuals
+        x, x_planes = forward_with_residuals(a, b, reverse)
+        return x, (a, x_planes)
     x = _forward(method, a, b, reverse)
     return x, (a, x)
 
@@ -52,6 +57,9 @@ def _scan_bwd(reverse, method, residuals, g):
     a, x = residuals
     if method == "sequential":
         return sequential.adjoint(a, x, g, reverse)
+    if method == "pallas":               # one adjoint pass of the kernel, da formed inside it
+        from .pallas import backward
+        return backward(a, x, g, reverse)
     # JAX transposes linear maps without conjugation, so the adjoint uses a itself.
     a_adj = a if a.ndim == 1 else sequential.shift_towards_past(a, reverse)
     lam = _forward(method, a_adj, g, not reverse)
@@ -62,6 +70,51 @@ def _scan_bwd(reverse, method, residuals, g):
 
 
 _scan.defvjp(_scan_fwd, _scan_bwd)
+
+
+def _require_bool(name, value):
+    """``reverse="no"`` would be truthy: only real booleans are accepted."""
+    if not isinstance(value, (bool, np.bool_)):
+        fail(name, value, "True or False")
+    return bool(value)
+
+
+def _numeric_array(name, value):
+    """``value`` as a JAX array of numbers, or a ValueError naming ``name``."""
+    if value is None:
+        fail(name, value, "an array of numbers")
+    if hasattr(value, "shape") and hasattr(value, "dtype"):     # NumPy, JAX arrays and tracers
+        arr = value
+    else:
+        try:
+            arr = np.asarray(value)
+        except (ValueError, TypeError) as err:                 # ragged nested lists
+            raise ValueError(f"`{name}`: got {type(value).__name__} that is not a rectangular "
+                             f"array ({err}), expected an array of numbers.") from None
+    dtype = np.dtype(arr.dtype)
+    if dtype == np.bool_:
+        fail(name, arr, "an array of numbers, not booleans")
+    if not jnp.issubdtype(dtype, jnp.number):                  # bfloat16 is a number to JAX
+        fail(name, arr, "an array of numbers (integer, float or complex)")
+    return jnp.asarray(arr)
+
+
+def _require_pallas_runs(dtype):
+    """``method="pallas"`` asked for explicitly: it must be able to run the call here."""
+    from .pallas import IO_DTYPES, MIN_CAPABILITY, kernel_status, on_gpu
+    if jnp.dtype(dtype).name not in IO_DTYPES:
+        raise ValueError(f"`method`: got 'pallas' for {jnp.dtype(dtype).name} inputs, expected "
+                         "float32, complex64 or bfloat16 inputs for it (use method='auto').")
+    if on_gpu():
+        cc = getattr(jax.devices()[0], "compute_capability", None)
+        try:
+            too_old = float(cc) < MIN_CAPABILITY
+        except (TypeError, ValueError):
+            too_old = False
+        ok, why = (False, f"compute capability {cc} < 8.0") if too_old else kernel_status("gpu")
+        if not ok:
+            raise ValueError(f"`method`: got 'pallas', but the kernel cannot run on this GPU "
+                             f"({why}); use method='auto', which falls back to an XLA method.")
 
 
 def linear_scan(a, b, *, reverse: bool = False, method: str = "auto"):
@@ -81,9 +134,10 @@ def linear_scan(a, b, *, reverse: bool = False, method: str = "auto"):
     Non-finite values are not filtered: a NaN or inf in ``a`` or ``b`` propagates into every
     later state (earlier ones with ``reverse=True``), exactly as in the recurrence.
     """
-    a = jnp.asarray(a)
-    b = jnp.asarray(b)
     require_choice("method", method, available_methods())
+    reverse = _require_bool("reverse", reverse)
+    a = _numeric_array("a", a)
+    b = _numeric_array("b", b)
     require_ndim_at_least("b", b, 2, "(..., L, N)")
     if b.shape[-2] == 0:
         fail("b", b, "at least one time step on axis -2 (L >= 1)")
@@ -103,10 +157,12 @@ def linear_scan(a, b, *, reverse: bool = False, method: str = "auto"):
     if not jnp.issubdtype(dtype, jnp.inexact):
         dtype = jnp.result_type(dtype, jnp.float32)
     if method == "auto":
-        method = choose_method(b.shape, time_invariant=time_invariant)
+        method = choose_method(b.shape, time_invariant=time_invariant, dtype=dtype)
+    elif method == "pallas":
+        _require_pallas_runs(dtype)
     if not time_invariant:
         a = jnp.broadcast_to(a, b.shape)
-    x = _scan(a.astype(dtype), b.astype(dtype), bool(reverse), method)
+    x = _scan(a.astype(dtype), b.astype(dtype), reverse, method)
     return x
 
 
@@ -141,15 +197,16 @@ def rotation_scan(gamma, theta, b, *, reverse: bool = False, method: str = "auto
     Returns:
       ``x``, real, with the shape of ``b``.
     """
-    gamma = jnp.asarray(gamma)
-    theta = jnp.asarray(theta)
-    b = jnp.asarray(b)
+    reverse = _require_bool("reverse", reverse)
+    gamma = _numeric_array("gamma", gamma)
+    theta = _numeric_array("theta", theta)
+    b = _numeric_array("b", b)
     require_ndim_at_least("b", b, 2, "(..., L, N)")
+    if not jnp.issubdtype(b.dtype, jnp.floating):
+        fail("b", b, "a real floating-point array (pairs of real coordinates)")
     n = b.shape[-1]
     if n % 2:
         fail("b", b, "an even last dimension N (the state is made of 2-D rotation pairs)")
-    if jnp.iscomplexobj(b):
-        fail("b", b, "a real array (pairs of real coordinates)")
     for name, v in (("gamma", gamma), ("theta", theta)):
         if v.shape != (n // 2,):
             fail(name, v, f"shape ({n // 2},), one value per rotation pair of b's N={n}")

@@ -12,10 +12,10 @@ import importlib
 import pkgutil
 
 from ._core import (GRADING_ENV, REGISTRY, RESULTS, CheckFailure, Exercise, ExerciseFailed,
-                    ForbiddenCall, NotImplementedYet, Result, StudentError, alternative, as_array, call, check,
-                    count_calls,
-                    crandn, describe, exercise, expect, expect_close, expect_dtype, expect_shape,
-                    forbid, get, grading, randn, run, unit_disk, when)
+                    ForbiddenCall, GraderAbort, NotImplementedYet, Result, StudentError,
+                    alternative, as_array, call, check, count_calls, crandn, describe, exercise,
+                    expect, expect_close, expect_dtype, expect_shape, forbid, get,
+                    grader_context, grading, largest_intermediate, randn, run, unit_disk, when)
 
 _loaded = False
 
@@ -42,4 +42,5 @@ __all__ = ["check", "run", "exercise", "exercises", "get", "Exercise", "Result",
            "ExerciseFailed", "StudentError", "NotImplementedYet", "call", "expect",
            "expect_close", "expect_shape", "expect_dtype", "as_array", "alternative", "when",
            "describe", "randn", "crandn", "unit_disk", "grading", "GRADING_ENV", "REGISTRY",
-           "RESULTS", "load_all", "forbid", "ForbiddenCall", "count_calls"]
+           "RESULTS", "load_all", "forbid", "ForbiddenCall", "count_calls", "GraderAbort",
+           "grader_context", "largest_intermediate"]

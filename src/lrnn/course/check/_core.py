@@ -9,6 +9,8 @@ Nothing here prints or inspects source code, so a check never reveals a solution
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import os
 import zlib
@@ -17,6 +19,12 @@ from typing import Any, Callable
 import numpy as np
 
 GRADING_ENV = "LRNN_GRADING"
+
+#: Set by the grader, in its own process, while it runs an exercise's official tests: the
+#: session through which the notebook's functions are called (``forbid`` and ``count_calls``
+#: then take effect in the student's kernel), and whether we are grading.
+_REMOTE: contextvars.ContextVar = contextvars.ContextVar("lrnn_check_remote", default=None)
+_GRADER: contextvars.ContextVar = contextvars.ContextVar("lrnn_check_grader", default=False)
 
 REGISTRY: dict[str, "Exercise"] = {}
 RESULTS: dict[str, "Result"] = {}
@@ -72,6 +80,10 @@ class NotImplementedYet(Exception):
 
 class ExerciseFailed(AssertionError):
     """Raised by ``check`` only while the autograder runs (``LRNN_GRADING=1``)."""
+
+
+class GraderAbort(BaseException):
+    """Stops a check at once (the grader lost the student's kernel); never caught here."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -169,7 +181,8 @@ def _format_failure(ex: Exercise, f: CheckFailure) -> str:
         lines.append("  on the input")
         for name, value in f.inputs.items():
             lines.append(f"    {name} = {describe(value)}")
-    if f.expected is not None:
+    show_expected = not _GRADER.get()      # the grader's feedback shows only the student's
+    if f.expected is not None and show_expected:      # own inputs and outputs
         lines.append(f"  expected: {describe(f.expected)}")
     if f.received is not None or f.expected is not None:
         lines.append(f"  received: {describe(f.received)}")
@@ -194,7 +207,7 @@ def call(fn, inputs: dict, **kwargs):
         return fn(*inputs.values(), **kwargs)
     except NotImplementedError as e:
         raise NotImplementedYet(str(e)) from None
-    except (KeyboardInterrupt, SystemExit):
+    except (KeyboardInterrupt, SystemExit, GraderAbort):
         raise
     except BaseException as e:  # noqa: BLE001 - any bug in student code is reported, not raised
         raise StudentError(e, shown) from None
@@ -442,9 +455,14 @@ def expect_close(received, expected, *, inputs=None, rtol: float = 1e-4, atol: f
     err = np.where(ok, 0.0, np.nan_to_num(np.abs(rec_c - exp_c), nan=np.inf, posinf=np.inf))
     idx = np.unravel_index(int(np.argmax(err)), err.shape) if err.ndim else ()
     idx_t = tuple(int(i) for i in idx)
-    detail = (f"{int((~ok).sum())} of {ok.size} values differ; the largest difference is at "
-              f"index {idx_t}: expected {_scalar(exp_c[idx])}, received {_scalar(rec_c[idx])} "
-              f"(rtol={rtol:g}, atol={atol:g}).")
+    if _GRADER.get():
+        detail = (f"{int((~ok).sum())} of {ok.size} values differ; the largest difference is "
+                  f"at index {idx_t}, where you return {_scalar(rec_c[idx])} "
+                  f"(rtol={rtol:g}, atol={atol:g}).")
+    else:
+        detail = (f"{int((~ok).sum())} of {ok.size} values differ; the largest difference is "
+                  f"at index {idx_t}: expected {_scalar(exp_c[idx])}, received "
+                  f"{_scalar(rec_c[idx])} (rtol={rtol:g}, atol={atol:g}).")
     raise CheckFailure(f"wrong values in {what}.", inputs=inputs, expected=exp, received=rec,
                        hint=hint, detail=detail)
 
@@ -488,13 +506,23 @@ class forbid:
     """Context manager for hidden tests: while active, calling any of ``targets`` (dotted
     names such as ``"lrnn.lru.hidden_states"``) raises ``ForbiddenCall``. Compute the
     reference *before* entering it. (A name the student bound with ``from … import …`` before
-    is not caught.)"""
+    is not caught.)
+
+    Under the grader, the test runs in the grader's process and the notebook's functions in
+    the student's kernel: the block is then sent along with every call of a notebook function
+    made inside it, and applied in the kernel around that call."""
 
     def __init__(self, *targets: str):
         self.targets = targets
         self.saved = []
+        self._session = None
 
     def __enter__(self):
+        session = _REMOTE.get()
+        if session is not None:
+            self._session = session
+            session.push_forbid(self.targets)
+            return self
         import importlib
         for target in self.targets:
             module_name, attr = target.rsplit(".", 1)
@@ -508,6 +536,10 @@ class forbid:
         return self
 
     def __exit__(self, *exc):
+        if self._session is not None:
+            self._session.pop_forbid()
+            self._session = None
+            return False
         for module, attr, original in reversed(self.saved):
             setattr(module, attr, original)
         self.saved = []
@@ -524,7 +556,9 @@ class count_calls:
         assert calls.n <= 12
 
     ``name`` is looked up in the caller's globals (the notebook's namespace), replaced by a
-    counting wrapper inside the block, and restored after it."""
+    counting wrapper inside the block, and restored after it. Under the grader the counting
+    happens in the student's kernel, around each call of a notebook function made inside the
+    block, and the counts come back with the results."""
 
     def __init__(self, name: str, namespace: dict | None = None):
         import sys
@@ -532,8 +566,14 @@ class count_calls:
         self.namespace = namespace if namespace is not None else sys._getframe(1).f_globals
         self.n = 0
         self._original = None
+        self._session = None
 
     def __enter__(self):
+        session = _REMOTE.get()
+        if session is not None:
+            self._session = session
+            session.push_counter(self)
+            return self
         if self.name not in self.namespace or not callable(self.namespace[self.name]):
             raise NameError(f"count_calls: no function {self.name!r} is defined in the notebook")
         self._original = original = self.namespace[self.name]
@@ -545,8 +585,42 @@ class count_calls:
         return self
 
     def __exit__(self, *exc):
+        if self._session is not None:
+            self._session.pop_counter(self)
+            self._session = None
+            return False
         self.namespace[self.name] = self._original
         return False
+
+
+def largest_intermediate(fn, *args):
+    """The number of entries of the largest array that ``fn(*args)`` creates when traced by JAX
+    (constants included), or None when it cannot be traced (e.g. it converts to NumPy).
+    Used to check that an O(n) algorithm does not build an n×n matrix. Under the grader,
+    ``fn`` lives in the student's kernel, which traces it there (a structural check: the
+    student's kernel answers it)."""
+    probe = getattr(type(fn), "__lrnn_probe__", None)
+    if probe is not None:
+        return probe(fn, "largest_intermediate", *args)
+    import jax
+    try:
+        closed = jax.make_jaxpr(fn)(*args)
+    except Exception:  # noqa: BLE001 - NumPy code cannot be traced; the check is skipped
+        return None
+    sizes = [int(np.size(c)) for c in closed.consts]
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            for v in eqn.outvars:
+                sizes.append(int(np.prod(getattr(v.aval, "shape", ()) or (1,))))
+            for p in eqn.params.values():
+                for sub in (p if isinstance(p, (tuple, list)) else (p,)):
+                    if hasattr(sub, "jaxpr") and hasattr(sub, "consts"):
+                        walk(sub.jaxpr)
+                    elif hasattr(sub, "eqns"):
+                        walk(sub)
+    walk(closed.jaxpr)
+    return max(sizes, default=0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -554,7 +628,28 @@ class count_calls:
 # ---------------------------------------------------------------------------------------
 
 def grading() -> bool:
-    return os.environ.get(GRADING_ENV) == "1"
+    """True under the autograder: in its process while it runs official tests, or in a
+    process started with ``LRNN_GRADING=1``."""
+    return _GRADER.get() or os.environ.get(GRADING_ENV) == "1"
+
+
+@contextlib.contextmanager
+def grader_context(session=None):
+    """Used by the grader around an exercise's official tests (in its own process): failing
+    checks raise, print nothing and show no expected values; ``forbid``/``count_calls`` go to
+    ``session``."""
+    t1 = _GRADER.set(True)
+    t2 = _REMOTE.set(session)
+    try:
+        yield
+    finally:
+        _REMOTE.reset(t2)
+        _GRADER.reset(t1)
+
+
+def _exact_matmuls():
+    from lrnn.course.precision import exact_matmuls
+    return exact_matmuls()
 
 
 def run(exercise_id, answer, *, seed: int = 0) -> Result:
@@ -569,7 +664,8 @@ def run(exercise_id, answer, *, seed: int = 0) -> Result:
                                      f"received {describe(answer)}.")
     rng = np.random.default_rng([seed, zlib.crc32(ex.id.encode())])
     try:
-        ex.checker(answer, rng)
+        with _exact_matmuls():          # the course's precision policy: full float32 products
+            ex.checker(answer, rng)
     except NotImplementedYet:
         return Result(ex.id, "not implemented",
                       f"… Exercise {ex.id} ({ex.title}): not implemented yet — replace the "
@@ -582,7 +678,7 @@ def run(exercise_id, answer, *, seed: int = 0) -> Result:
                          inputs=s.inputs,
                          hint=_exception_hint(s.error))
         return Result(ex.id, "error", _format_failure(ex, f))
-    except (KeyboardInterrupt, SystemExit):
+    except (KeyboardInterrupt, SystemExit, GraderAbort):
         raise
     except BaseException as e:  # noqa: BLE001 - reported, never raised
         f = CheckFailure(f"the check stopped with {type(e).__name__}: {e}",
@@ -615,7 +711,7 @@ def check(exercise_id, answer, *, seed: int = 0, quiet: bool = False) -> bool:
     ``ExerciseFailed`` so the test cell is marked as failed."""
     result = run(exercise_id, answer, seed=seed)
     RESULTS[result.exercise] = result
-    if not quiet:
+    if not quiet and not _GRADER.get():
         print(result.message)
     if grading() and not result.passed:
         raise ExerciseFailed(result.message)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._core import alternative, call, expect, expect_close, exercise, randn
+from ._core import alternative, call, expect, expect_close, exercise, largest_intermediate, randn
 
 
 def _block_rotation(theta):
@@ -19,31 +19,6 @@ def _block_rotation(theta):
 def _expm(S):
     import scipy.linalg
     return scipy.linalg.expm(np.asarray(S, np.float64))
-
-
-def largest_intermediate(fn, *args):
-    """The number of entries of the largest array that ``fn(*args)`` creates when traced by JAX
-    (constants included), or None when it cannot be traced (e.g. it converts to NumPy).
-    Used to check that an O(n) algorithm does not build an n×n matrix."""
-    import jax
-    try:
-        closed = jax.make_jaxpr(fn)(*args)
-    except Exception:  # noqa: BLE001 - NumPy code cannot be traced; the check is skipped
-        return None
-    sizes = [int(np.size(c)) for c in closed.consts]
-
-    def walk(jaxpr):
-        for eqn in jaxpr.eqns:
-            for v in eqn.outvars:
-                sizes.append(int(np.prod(getattr(v.aval, "shape", ()) or (1,))))
-            for p in eqn.params.values():
-                for sub in (p if isinstance(p, (tuple, list)) else (p,)):
-                    if hasattr(sub, "jaxpr") and hasattr(sub, "consts"):
-                        walk(sub.jaxpr)
-                    elif hasattr(sub, "eqns"):
-                        walk(sub)
-    walk(closed.jaxpr)
-    return max(sizes, default=0)
 
 
 @exercise("3.1", points=2, title="a rotation from any matrix (RotRNN Lemma 2)",

@@ -1,0 +1,101 @@
+"""The tuning table of the Pallas scan: tiles and chunking per GPU generation and shape bucket.
+
+Filled from measurements (``TUNING.md`` beside this file holds the runs, the predictions and the
+outcomes; ``python -m lrnn.bench plans --device gpu`` is the sweep that refines it). Nothing is
+tuned at call time: ``lookup`` is a dictionary read. A GPU whose compute capability is not in the
+table gets ``GENERIC``, a conservative choice (a shorter unroll, fewer registers), and
+``method="auto"`` does not pick the kernel there.
+
+Keys:
+
+* compute capability, as JAX reports it (``"9.0"`` for an H100);
+* kind: ``"ti"`` (time-invariant ``a``) or ``"tv"`` (time-varying), and ``"real"`` or
+  ``"complex"`` (planes of ``b``);
+* bucket: ``"wide"`` when batch × channels alone give at least ``target_lanes`` GPU threads
+  (one pass over time), ``"narrow"`` when time must be cut into chunks as well.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from .pallas_triton import Tiles
+
+
+@dataclasses.dataclass(frozen=True)
+class Generation:
+    name: str
+    #: batch × channels × chunks to aim for: enough threads, each with ``unroll`` loads in
+    #: flight, to cover the memory latency (Little's law).
+    target_lanes: int
+    #: the shortest chunk worth a program (the fold of the carries costs one row per chunk).
+    min_chunk: int
+    tiles: dict          # (kind, bucket) -> Tiles
+    #: ``method="auto"``: the kernel is picked for real inputs with at least this many
+    #: sequences × channels, never for complex ones (``None``: never), and why.
+    auto_real_min_lanes: int | None = None
+    evidence: str = "not measured on this GPU generation"
+
+
+GENERIC = Generation(
+    name="untuned GPU (safe default)",
+    target_lanes=16384,
+    min_chunk=256,
+    tiles={key: Tiles(block_n=32, unroll=8, warps=1, stages=1, prefetch=False)
+           for key in [(k, b) for k in ("ti-real", "ti-complex", "tv-real", "tv-complex")
+                       for b in ("wide", "narrow")]},
+)
+
+TABLE: dict[str, Generation] = {
+    # NVIDIA H100 80GB HBM3, JAX 0.11.2 (../shared/measurements/2026-11-23-h100/,
+    # pallas_proto.json): the probe's single-pass kernels with the same unrolled loop. U = 16
+    # rows in flight was the best or within 5% of it at every shape, for 32 and 64 channels per
+    # program alike; one pass reached 72% of copy with 16384 lanes (64, 4096, 256), 46% with
+    # 8192 (float32 time-varying (8, 4096, 1024)) and 32-35% with 4096 (16, 16384, 256), hence
+    # chunking below 8192 lanes. See TUNING.md.
+    "9.0": Generation(
+        name="Hopper (cc 9.0), from the H100 probe",
+        target_lanes=8192,
+        min_chunk=256,
+        tiles={key: Tiles(block_n=32, unroll=16, warps=1, stages=1, prefetch=False)
+               for key in [(k, b) for k in ("ti-real", "ti-complex", "tv-real", "tv-complex")
+                           for b in ("wide", "narrow")]},
+        auto_real_min_lanes=8192,
+        evidence=("on an H100 the unrolled single pass scanned float32 time-varying "
+                  "(8, 4096, 1024) in 0.40 ms against 0.60 ms for 'associative' (probe and "
+                  "peers runs of 2026-11-23), and lost with fewer than 8192 lanes"),
+    ),
+}
+
+
+def generation(compute_capability) -> Generation:
+    return TABLE.get(str(compute_capability), GENERIC)
+
+
+def kind(time_varying: bool, complex_: bool) -> str:
+    return f"{'tv' if time_varying else 'ti'}-{'complex' if complex_ else 'real'}"
+
+
+def lookup(compute_capability, kind_: str, lanes: int) -> tuple[Tiles, Generation]:
+    """Tiles for ``kind_`` with ``lanes`` = batch × channels, and the generation's entry."""
+    gen = generation(compute_capability)
+    bucket = "wide" if lanes >= gen.target_lanes else "narrow"
+    return gen.tiles.get((kind_, bucket), GENERIC.tiles[(kind_, bucket)]), gen
+
+
+def pallas_wins(compute_capability: str, dtype, shape, time_varying: bool) -> tuple[bool, str]:
+    """Whether the kernel beat the best XLA method on this GPU generation for problems like
+    this one (the measured rule of TUNING.md), and why (one clause)."""
+    import numpy as np
+    gen = TABLE.get(str(compute_capability))
+    if gen is None or gen.auto_real_min_lanes is None:
+        return False, f"the kernel is not measured on compute capability {compute_capability}"
+    if np.issubdtype(np.dtype(dtype), np.complexfloating):
+        return False, ("on complex64 arrays XLA must split b into real and imaginary planes "
+                       "and join x again (two extra passes over memory), and on the stored "
+                       "H100 run the kernel lost to 'associative' at every complex shape; it "
+                       "is picked for complex inputs only once a GPU run shows it winning")
+    lanes = int(np.prod(shape[:-2], dtype=np.int64)) * shape[-1]
+    if lanes < gen.auto_real_min_lanes:
+        return False, (f"{lanes} sequences × channels < {gen.auto_real_min_lanes}: too few for "
+                       "one pass to fill the GPU, and the chunked passes are not measured yet")
+    return True, gen.evidence

@@ -1,0 +1,114 @@
+"""Bad input to the scans and to ``python -m lrnn.bench`` (issue 15): each is a clear error that
+names the argument and the value received, and nothing is run or lost first."""
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import lrnn
+from lrnn import bench
+
+B = jnp.ones((5, 4))
+A = jnp.full((4,), 0.5)
+
+
+@pytest.mark.parametrize("value", ["no", "yes", 1, 0, None, np.array([True])])
+def test_reverse_must_be_a_real_bool(value):
+    with pytest.raises(ValueError, match=rf"`reverse`: got {value!r}".replace("[", r"\[")
+                       .replace("(", r"\(") if not hasattr(value, "shape")
+                       else r"`reverse`: got an array of shape \(1,\)"):
+        lrnn.linear_scan(A, B, reverse=value)
+    with pytest.raises(ValueError, match=r"`reverse`"):
+        lrnn.rotation_scan(jnp.ones(2), jnp.ones(2), B, reverse=value)
+
+
+def test_numpy_bools_are_accepted_as_bools():
+    x = lrnn.linear_scan(A, B, reverse=np.bool_(True))
+    np.testing.assert_allclose(x, lrnn.linear_scan(A, B, reverse=True))
+
+
+@pytest.mark.parametrize("b,shown", [
+    (None, "None"),
+    ([["a", "b"], ["c", "d"]], r"dtype <U1"),
+    ([[1.0, 2.0], [3.0]], "not a rectangular array"),
+    (np.ones((3, 4), bool), "dtype bool"),
+])
+def test_b_must_be_a_rectangular_array_of_numbers(b, shown):
+    with pytest.raises(ValueError, match=rf"`b`: got .*{shown}.*") as err:
+        lrnn.linear_scan(jnp.ones(2), b)
+    assert "numbers" in str(err.value) or "rectangular" in str(err.value)
+
+
+def test_a_must_be_numbers():
+    with pytest.raises(ValueError, match=r"`a`: got None"):
+        lrnn.linear_scan(None, B)
+    with pytest.raises(ValueError, match=r"`a`: got .*dtype <U"):
+        lrnn.linear_scan(["x"] * 4, B)
+
+
+def test_rotation_scan_rejects_integer_and_complex_b():
+    with pytest.raises(ValueError, match=r"`b`: got an array of shape \(5, 4\) and dtype int32, "
+                                         r"expected a real floating-point array"):
+        lrnn.rotation_scan(jnp.ones(2), jnp.ones(2), np.ones((5, 4), np.int32))
+    with pytest.raises(ValueError, match=r"`b`: got .*complex64.*real floating-point"):
+        lrnn.rotation_scan(jnp.ones(2), jnp.ones(2), jnp.ones((5, 4), jnp.complex64))
+    with pytest.raises(ValueError, match=r"`gamma`: got None"):
+        lrnn.rotation_scan(None, jnp.ones(2), B)
+
+
+def test_method_pallas_refuses_dtypes_it_cannot_run(x64):
+    with pytest.raises(ValueError, match=r"`method`: got 'pallas' for float64 inputs"):
+        lrnn.linear_scan(jnp.ones(4, jnp.float64), jnp.ones((5, 4), jnp.float64), method="pallas")
+    with pytest.raises(ValueError, match=r"`method`: got 'fast'"):
+        lrnn.linear_scan(A, B, method="fast")
+
+
+# ----------------------------------------------------------------------------------------
+# The benchmark's command line
+# ----------------------------------------------------------------------------------------
+
+@pytest.fixture
+def nothing_runs(monkeypatch):
+    """Fail the test if a benchmark starts measuring."""
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the benchmark started before rejecting its arguments")
+    monkeypatch.setattr(bench, "copy_bandwidth", forbidden)
+
+
+def test_unknown_method_names_the_known_ones(nothing_runs):
+    with pytest.raises(SystemExit, match=r"--methods: got \['nosuch'\], expected a comma-"
+                                         r"separated subset of \['sequential', 'associative'"):
+        bench.main(["scan", "--device", "cpu", "--methods", "nosuch"])
+
+
+@pytest.mark.parametrize("flag,value", [("--repeats", "0"), ("--n", "-4"), ("--batch", "0"),
+                                        ("--lengths", "1024,-1"), ("--copy-bytes", "0")])
+def test_non_positive_sizes_are_refused(nothing_runs, flag, value):
+    shown = value.split(",")[-1]
+    with pytest.raises(SystemExit, match=rf"{flag}: got {shown}, expected a positive integer"):
+        bench.main(["scan", "--device", "cpu", flag, value])
+
+
+def test_bad_shapes_are_refused(nothing_runs):
+    with pytest.raises(SystemExit, match=r"--shapes: got '8x0x4' in '8x0x4', expected B×L×N"):
+        bench.main(["scan", "--device", "cpu", "--shapes", "8x0x4"])
+    with pytest.raises(SystemExit, match=r"--shapes: got '8x4'"):
+        bench.main(["scan", "--device", "cpu", "--shapes", "8x4"])
+
+
+def test_out_into_a_missing_folder_is_refused_before_the_run(nothing_runs, tmp_path):
+    missing = tmp_path / "no" / "such" / "scan.json"
+    with pytest.raises(SystemExit, match=rf"--out: got '{missing}', but its folder .* does not "
+                                         r"exist \(create it first; nothing was run\)"):
+        bench.main(["scan", "--device", "cpu", "--out", str(missing)])
+    with pytest.raises(SystemExit, match=r"--targets-md: got"):
+        bench.main(["scan", "--device", "cpu", "--targets-md", str(missing)])
+    with pytest.raises(SystemExit, match=r"--out: got"):
+        bench.main(["plans", "--interpret", "--out", str(missing)])
+    with pytest.raises(SystemExit, match=r"--out: got"):
+        bench.main(["targets", "--out", str(missing)])
+    assert not missing.parent.exists()
+
+
+def test_targets_of_a_missing_file_is_an_error(tmp_path):
+    with pytest.raises(SystemExit, match=r"--scan: got '.*nothing.json', which is not a file"):
+        bench.main(["targets", "--scan", str(tmp_path / "nothing.json")])
