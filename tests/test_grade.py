@@ -60,7 +60,7 @@ def submission(replace=None, before_first_test=()):
 
 WRONG_RADIUS = '''def spectral_radius(A):
     return float(np.linalg.norm(A, 2))'''
-CRASHING_KERNEL = '''def kernel(A, B, C, L):
+CRASHING_KERNEL = '''def chunked_scan(a, b, T):
     return 1 / 0'''
 LOOPING_CONVOLVE = '''def convolve(K, u):
     while True:
@@ -151,7 +151,7 @@ def test_one_wrong_exercise_scores_exactly_the_rest(graded):
     assert float(row["total"]) == 12 and float(row["max_total"]) == 14
     text = feedback_of(graded, "one_wrong_01_linear_recurrence.ipynb")
     assert "largest singular value" in text          # the check's hint reaches the student
-    assert "| 1.5 · the spectral radius | 0 / 2 | failed |" in text
+    assert "| 1.5 · the spectral radius from the growth of A^k | 0 / 2 | failed |" in text
     assert "received:" in text and "on the input" in text
     assert "expected:" not in text and "expected " not in text.split("## Exercise 1.5")[1]
     for line in hidden_lines():                      # no hidden-test text in feedback
@@ -465,7 +465,7 @@ def test_free_names_and_plan():
     assert sorted(g.free_names(ast.parse(code))) == ["all", "f", "g", "h", "np", "zip"]
     sols = g.load_solutions(SOLUTIONS)
     sol = sols["01_linear_recurrence"]
-    assert {"binary_operator", "parallel_scan", "kernel", "convolve",
+    assert {"binary_operator", "parallel_scan", "chunked_scan", "convolve",
             "spectral_radius"} <= sol["student_names"]
     nb = submission()
     del nb.cells[-2]                               # a deleted test cell goes to the end

@@ -110,7 +110,7 @@ def test_without_the_policy_the_emulation_fails_solutions_and_with_it_they_pass(
     (Every solution passing under emulation, with both seeds and the hidden tests, is
     test_every_solution_gets_full_marks_under_tf32_emulation.)"""
     cases = graded_exercises()
-    assert len(cases) == 24
+    assert len(cases) >= 24
     failed = []
     with precision.tf32_emulated():
         with monkeypatch.context() as m, jax.default_matmul_precision("default"):

@@ -5,22 +5,27 @@
 
 What the build does to each ``solutions/NN_*.ipynb`` (see ``solutions/AUTHORING.md``):
 
-* code between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` becomes
-  ``raise NotImplementedError("Exercise 3.2: <title> — read <reference>")`` at the marker's
-  indentation (title and reference from the checker registered in ``lrnn.check``); markdown
+* code between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` becomes comment lines
+  ``# Read: <reference>.`` and ``raise NotImplementedError("Exercise 3.2: <title>")`` at the
+  marker's indentation (title and reference from the checker registered in ``lrnn.check``;
+  every line within 100 characters); markdown
   solution regions become ``YOUR ANSWER HERE`` (nbgrader's markers and behaviour);
 * ``### BEGIN HIDDEN TESTS`` … ``### END HIDDEN TESTS`` is removed from the test cells;
 * outputs of solution cells, test cells and cells tagged ``exercise-raises`` or
   ``exercise-clear-output`` are cleared (and their ``nbval-check-output`` tag removed);
-* ``exercise-raises`` becomes ``raises-exception``, and so does every cell whose solution region
-  is at top level; those cells are also tagged ``remove-output`` so that the website shows the
-  stub but no traceback; cells tagged ``solutions-only`` are dropped;
+* a cell tagged ``exercise-raises`` (a demo that calls the student's functions) is wrapped in
+  ``with lrnn.exercises.demo():``, so that "Run all" goes on to the end: while an exercise is
+  unfinished the cell prints one line (``unfinished: exercise 1.2 …``) instead of raising;
+* every cell whose solution region is at top level is tagged ``raises-exception`` and
+  ``remove-output`` (the website shows the stub but no traceback; avoid such cells: they stop
+  "Run all"); cells tagged ``solutions-only`` are dropped;
 * the Colab badge path ``solutions/`` becomes ``exercises/``;
 * the notebook is written as stable JSON (sorted keys, indent 1, UTF-8, final newline).
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import difflib
 import json
@@ -88,6 +93,9 @@ def _split_region(lines, begin, end, where):
     return out
 
 
+STUB_WIDTH = 100          # code lines of the generated notebooks fit the website's code boxes
+
+
 def _stub_message(ex_id: str | None) -> str:
     from . import check
     if ex_id is None:
@@ -96,7 +104,25 @@ def _stub_message(ex_id: str | None) -> str:
         ex = check.get(ex_id)
     except KeyError:
         return f"Exercise {ex_id}: write your code here"
-    return f"Exercise {ex.id}: {ex.title} — read {ex.reference}"
+    return f"Exercise {ex.id}: {ex.title}"
+
+
+def _stub_lines(ex_id: str | None, indent: str) -> list[str]:
+    """The stub that replaces a code solution region: what to read, as comment lines, then
+    ``raise NotImplementedError("Exercise N.k: title")``, every line within STUB_WIDTH."""
+    import textwrap
+    from . import check
+    lines = []
+    try:
+        reference = check.get(ex_id).reference if ex_id else None
+    except KeyError:
+        reference = None
+    if reference:
+        width = STUB_WIDTH - len(indent) - 2
+        lines += [f"{indent}# {part}" for part in textwrap.wrap(f"Read: {reference}.", width)]
+    lines.append(indent + "raise NotImplementedError("
+                 + json.dumps(_stub_message(ex_id), ensure_ascii=False) + ")")
+    return lines
 
 
 def strip_solution(source: str, *, markdown: bool, ex_id: str | None, where: str):
@@ -113,9 +139,100 @@ def strip_solution(source: str, *, markdown: bool, ex_id: str | None, where: str
             lines.append(indent + ANSWER_PLACEHOLDER)
         else:
             top_level = top_level or indent == ""
-            lines.append(indent + "raise NotImplementedError("
-                         + json.dumps(_stub_message(ex_id), ensure_ascii=False) + ")")
+            lines.extend(_stub_lines(ex_id, indent))
     return "\n".join(lines), found, top_level
+
+
+DEMO_LINE = ("with lrnn.exercises.demo():  # until the exercises above are done, this cell "
+             "prints a note")
+
+
+def wrap_demo(source: str, where: str) -> str:
+    """The source of a demo cell, indented under ``with lrnn.exercises.demo():``.
+
+    Raises BuildError for what the wrapper would change: a multi-line string (its lines would
+    be indented), an IPython magic or shell line, or a last statement that is an expression other
+    than a call, such as a variable (inside a ``with`` block its value is no longer displayed:
+    end with ``print``, ``display`` or ``plt.show()``)."""
+    if _has_multiline_string(source):
+        raise BuildError(f"{where}: a demo cell (exercise-raises) cannot hold a multi-line string")
+    lines = source.split("\n")
+    if any(line.lstrip().startswith(("%", "!")) for line in lines):
+        raise BuildError(f"{where}: a demo cell (exercise-raises) cannot hold IPython magics")
+    try:
+        body = ast.parse(source).body
+    except SyntaxError as e:
+        raise BuildError(f"{where}: demo cell does not parse: {e}") from None
+    if body and isinstance(body[-1], ast.Expr) and not isinstance(body[-1].value, ast.Call):
+        raise BuildError(f"{where}: a demo cell (exercise-raises) must not end with a bare "
+                         "expression (its value would not be shown): use print(...), "
+                         "display(...) or plt.show()")
+    indented = [("    " + line) if line.strip() else "" for line in lines]
+    while indented and not indented[-1]:
+        indented.pop()
+    return "\n".join([DEMO_LINE, *indented])
+
+
+def _has_multiline_string(source: str) -> bool:
+    import io
+    import tokenize
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, IndentationError):
+        return False                             # ast.parse reports it below
+    return any(t.type == tokenize.STRING and t.start[0] != t.end[0] for t in tokens)
+
+
+_UNFINISHED: list[str] = []
+_EXERCISE_IN_MESSAGE = re.compile(r"Exercise (\d+\.\d+)")
+
+
+class demo:
+    """Context manager around the demo cells of an exercise notebook (the build adds it).
+
+    A demo cell calls the functions the student writes. While one of them still raises the
+    ``NotImplementedError`` of its stub, the cell prints one line instead of stopping "Run all"::
+
+        unfinished: exercise 1.2 (a parallel scan …): this cell runs once it is done.
+
+    A ``NameError`` is treated the same way once an exercise has been reported unfinished (the
+    cell then uses a result that an earlier, unfinished demo did not produce). Any other error
+    is the student's to see, and is raised as usual. Open figures of an interrupted cell are
+    closed, so that no half-drawn plot appears."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, etype, value, tb):
+        if etype is None:
+            return False
+        if issubclass(etype, NotImplementedError):
+            found = _EXERCISE_IN_MESSAGE.search(str(value))
+            ex_id = found.group(1) if found else "above"
+            if ex_id not in _UNFINISHED:
+                _UNFINISHED.append(ex_id)
+            print(f"unfinished: exercise {ex_id}{_title(ex_id)}: this cell runs once it is done.")
+        elif issubclass(etype, NameError) and _UNFINISHED:
+            print(f"skipped: this cell needs the result of a cell above, which waits for "
+                  f"exercise {', '.join(_UNFINISHED)}.")
+        else:
+            return False
+        _close_figures()
+        return True
+
+
+def _title(ex_id: str) -> str:
+    from . import check
+    try:
+        return f" ({check.get(ex_id).title})"
+    except KeyError:
+        return ""
+
+
+def _close_figures() -> None:
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        plt.close("all")
 
 
 def strip_hidden(source: str, where: str) -> str:
@@ -219,7 +336,8 @@ def build_notebook(nb, name: str = "notebook"):
         elif BEGIN_HIDDEN in cell.source:
             raise BuildError(f"{where}: hidden tests outside an autograded test cell")
         if "exercise-raises" in tags:
-            tags = [t for t in tags if t != "exercise-raises"] + ["raises-exception"]
+            tags = [t for t in tags if t != "exercise-raises"]
+            cell.source = wrap_demo(cell.source, where)
             clear = True
         if "exercise-clear-output" in tags:
             tags = [t for t in tags if t != "exercise-clear-output"]

@@ -17,17 +17,8 @@ def _naive_scan(a, b):
     return x
 
 
-def _naive_kernel(A, B, C, L):
-    A, B, C = (np.asarray(m, np.float64) for m in (A, B, C))
-    out, power = [], np.eye(A.shape[0])
-    for _ in range(L):
-        out.append(C @ power @ B)
-        power = A @ power
-    return np.stack(out)
-
-
 @exercise("1.1", points=2, title="the binary operator of the linear scan",
-          reference="lrnn.scan.binary_operator; chapter 1, 'Scans'")
+          reference="chapter 1, eq. (1.3) (the composition of two affine steps); LRU App. A")
 def _(fn, rng):
     from lrnn.scan import binary_operator
     for shape in [(3,), (1,), (2, 4)]:
@@ -51,7 +42,8 @@ def _(fn, rng):
 
 
 @exercise("1.2", points=4, title="a parallel scan from the binary operator",
-          reference="lrnn.linear_scan (method='associative'); chapter 1, 'Parallel scans'")
+          reference="chapter 1, eq. (1.3) and §1.3 (Hillis–Steele: in round r, combine with "
+                    "the element 2^r steps to the left)")
 def _(fn, rng):
     cases = [((5, 2), False), ((1, 3), False), ((2, 1), False), ((8, 3), True),
              ((13, 2), False), ((2, 16, 3), True), ((2, 3, 7, 2), False)]
@@ -80,29 +72,69 @@ def _(fn, rng):
                      ])
 
 
-@exercise("1.3", points=3, title="the kernel K_k = C A^k B",
-          reference="chapter 1, 'The convolution view'; lrnn.lru.impulse_response")
+def _chunk_parts(a, b, T):
+    """Float64 pieces of a chunked scan: per chunk, the scan from zero ``X`` and the running
+    products ``G`` of the decays (both ``(..., C, T, N)``, the sequence padded with a = 1,
+    b = 0 to a multiple of T), and the states ``h`` entering each chunk ``(..., C, N)``."""
+    a = np.broadcast_to(np.asarray(a), np.shape(b)).astype(np.result_type(a, b, np.float64))
+    b = np.asarray(b).astype(a.dtype)
+    L, N = b.shape[-2:]
+    C = -(-L // T)
+    pad = C * T - L
+    widths = [(0, 0)] * (b.ndim - 2) + [(0, pad), (0, 0)]
+    a = np.pad(a, widths, constant_values=1).reshape(*b.shape[:-2], C, T, N)
+    b = np.pad(b, widths).reshape(*b.shape[:-2], C, T, N)
+    X = _naive_scan(a, b)
+    G = np.cumprod(a, axis=-2)
+    h = np.zeros(b.shape[:-3] + (C, N), a.dtype)
+    for c in range(1, C):
+        h[..., c, :] = G[..., c - 1, -1, :] * h[..., c - 1, :] + X[..., c - 1, -1, :]
+    return X, G, h, L
+
+
+def _chunk_join(X, G, h, L):
+    x = X + G * h[..., None, :]
+    return x.reshape(*x.shape[:-3], -1, x.shape[-1])[..., :L, :]
+
+
+@exercise("1.3", points=3, title="a chunked scan, parallel inside the chunks",
+          reference="chapter 1, eq. (1.3) and the unrolled state eq. (1.1): the state entering "
+                    "a chunk is carried through the chunk's decays")
 def _(fn, rng):
-    for n, h, p, length in [(3, 2, 1, 4), (1, 1, 1, 1), (4, 2, 3, 6), (5, 1, 2, 9)]:
-        A = (randn(rng, n, n) / np.float32(np.sqrt(n) * 1.2)).astype(np.float32)
-        B = randn(rng, n, h)
-        C = randn(rng, p, n)
-        inputs = {"A": A, "B": B, "C": C, "L": length}
+    cases = [((12, 2), 4, False), ((1, 3), 1, False), ((7, 2), 3, False), ((5, 1), 8, False),
+             ((10, 3), 1, True), ((2, 13, 2), 4, True), ((2, 1, 9, 3), 2, False)]
+    for shape, T, complex_ in cases:
+        if complex_:
+            a = crandn(rng, *shape) * np.float32(0.9)
+            b = crandn(rng, *shape)
+        else:
+            a = rng.uniform(-1.0, 1.0, shape).astype(np.float32)
+            b = randn(rng, *shape)
+        inputs = {"a": a, "b": b, "T": T}
         got = call(fn, inputs)
-        want = _naive_kernel(A, B, C, length)
-        shifted = np.stack([C @ np.linalg.matrix_power(A.astype(np.float64), k + 1) @ B
-                            for k in range(length)])
-        transposed = _naive_kernel(A.T, B, C, length)
-        expect_close(got, want.astype(np.float32), inputs=inputs, rtol=1e-4, atol=1e-5,
-                     time_axis=0, hints=[
-                         alternative(shifted, "your K_0 is C A B: the powers start at "
-                                              "A^0 = I, so K_0 = C B."),
-                         alternative(transposed, "you used the transpose of A."),
+        X, G, h, L = _chunk_parts(a, b, T)
+        want = _chunk_join(X, G, h, L)
+        no_carry = _chunk_join(X, G, np.zeros_like(h), L)
+        excl = np.concatenate([np.ones_like(G[..., :1, :]), G[..., :-1, :]], axis=-2)
+        shifted = _chunk_join(X, excl, h, L)
+        last_only = _chunk_join(X, np.broadcast_to(G[..., -1:, :], G.shape), h, L)
+        expect_close(got, want.astype(np.result_type(a, b)), inputs=inputs, rtol=1e-4,
+                     atol=1e-5, time_axis=-2, hints=[
+                         alternative(no_carry, "every chunk starts from zero: add the state "
+                                     "carried in from the previous chunks, h, times the "
+                                     "decays a_0 ⋯ a_k of the chunk so far."),
+                         alternative(shifted, "the carried state h enters through the decay of "
+                                     "the chunk's first step too: at position k it is "
+                                     "multiplied by a_0 a_1 ⋯ a_k (k + 1 factors)."),
+                         alternative(last_only, "the carried state is multiplied by the product "
+                                     "of the decays up to position k, not by the whole chunk's "
+                                     "product."),
                      ])
 
 
 @exercise("1.4", points=3, title="the convolution y = K * u",
-          reference="chapter 1, 'The convolution view' (y_k = Σ_j K_j u_{k-j})")
+          reference="chapter 1, eqs. (1.1)–(1.2) (the causal convolution with K_j = C A^j B; "
+                    "LRU eq. 4)")
 def _(fn, rng):
     for lead, length, h, p in [((), 5, 2, 3), ((), 1, 1, 1), ((2,), 7, 3, 2), ((2, 2), 4, 1, 1)]:
         K = randn(rng, length, p, h)
@@ -123,8 +155,9 @@ def _(fn, rng):
                      ])
 
 
-@exercise("1.5", points=2, title="the spectral radius",
-          reference="chapter 1, 'Stability'; numpy.linalg.eigvals")
+@exercise("1.5", points=2, title="the spectral radius from the growth of A^k",
+          reference="chapter 1, §1.2 (‖A^k‖ grows or decays like ρ(A)^k) and Gelfand's "
+                    "formula ρ(A) = lim ‖A^k‖^(1/k); LRU §3.2.1")
 def _(fn, rng):
     mats = [np.array([[0.5]], np.float32),
             np.array([[0.0, 2.0], [-0.5, 0.0]], np.float32),    # complex eigenvalues ±i

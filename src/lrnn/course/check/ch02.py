@@ -32,7 +32,8 @@ def random_params(rng, h, n, r_min=0.4, r_max=0.95, max_phase=2 * np.pi):
 
 
 @exercise("2.1", points=3, title="ring initialisation (LRU Lemma 3.2)",
-          reference="lrnn.lru.ring_from_uniforms; LRU Lemma 3.2 (Lemma 2 in the arXiv text)")
+          reference="LRU Lemma 3.2 (the ring sampler) and §3.3 (the layer learns log ν, log θ); "
+                    "chapter 2, eq. (2.2)")
 def _(fn, rng):
     from lrnn import lru
     for n, r_min, r_max, max_phase in [(5, 0.4, 0.9, 2 * np.pi), (1, 0.0, 1.0, np.pi),
@@ -61,7 +62,8 @@ def _(fn, rng):
 
 
 @exercise("2.2", points=2, title="the distribution of |λ| on the ring",
-          reference="LRU Lemma 3.2: |λ|² is uniform on [r_min², r_max²]")
+          reference="LRU Lemma 3.2 and its proof (App. F.1); chapter 2, §2.3: a uniform "
+                    "distribution in area")
 def _(fn, rng):
     for r_min, r_max in [(0.4, 0.9), (0.0, 1.0), (0.9, 0.999)]:
         r = np.concatenate([[r_min, r_max, 0.5 * (r_min + r_max)],
@@ -97,7 +99,8 @@ def _naive_states(params, u, *, gamma=True, theta_exp=True):
 
 
 @exercise("2.3", points=4, title="the LRU hidden states",
-          reference="lrnn.lru.hidden_states; LRU eq. 7 and §3.3")
+          reference="LRU eq. 7 and §3.3 (the exponential parametrisation); chapter 2, "
+                    "eqs. (2.3) and (2.5)")
 def _(fn, rng):
     from lrnn import lru
     for lead, length, h, n in [((), 6, 2, 3), ((), 1, 1, 1), ((2,), 9, 3, 4)]:
@@ -123,7 +126,8 @@ def _(fn, rng):
 
 
 @exercise("2.4", points=3, title="the LRU layer output",
-          reference="lrnn.lru.apply; LRU §3 and Appendix A: y_k = Re(C x_k) + D ⊙ u_k")
+          reference="LRU §3.2 and App. A (the real part of the output, the skip D); "
+                    "chapter 2, eq. (2.1)")
 def _(fn, rng):
     from lrnn import lru
     for lead, length, h, n in [((), 5, 2, 3), ((3,), 7, 3, 2)]:
@@ -154,7 +158,7 @@ def _(fn, rng):
 
 
 @exercise("2.5", points=2, title="the γ normalisation (LRU §3.4)",
-          reference="lrnn.lru.init (gamma_log); LRU §3.4: γ_j = sqrt(1 − |λ_j|²)")
+          reference="LRU §3.4, eqs. 6–7; chapter 2, §2.5 and eq. (2.5)")
 def _(fn, rng):
     for n in [4, 1, 6]:
         nu_log = np.log(-np.log(rng.uniform(0.3, 0.999, n))).astype(np.float32)
@@ -175,7 +179,7 @@ def _(fn, rng):
 
 
 @exercise("2.6", points=3, title="the forward-pass blow-up (LRU Prop. 3.3)",
-          reference="lrnn.lru.forward_blowup; LRU Proposition 3.3 (Proposition 3), eq. 5")
+          reference="LRU Proposition 3.3, its proof (App. F.2) and eq. 5; chapter 2, eq. (2.4)")
 def _(fn, rng):
     from lrnn import lru
     cases = [(0.4, 0.9), (0.0, 0.5), (0.9, 0.999), (0.5, 0.5), (0.99, 0.99),

@@ -1,11 +1,10 @@
-"""Checks for Exercises 3 · Rotations (solutions/03_rotations.ipynb): RotRNN Lemmas 2–3, eq. 14,
-and one RotLSTM step (RotLSTM eqs. 3–10)."""
+"""Checks for Exercises 3 · Rotations (solutions/03_rotations.ipynb): RotRNN Lemmas 2–3, the
+rotation recurrence as a complex diagonal scan, and one RotGRU step (RotLSTM paper, eqs. 11–17)."""
 from __future__ import annotations
 
 import numpy as np
 
-from ._core import (alternative, call, expect, expect_close, exercise,  # noqa: F401
-                    largest_intermediate, randn)   # largest_intermediate: used by ch05
+from ._core import alternative, call, expect, expect_close, exercise, largest_intermediate, randn
 
 
 def _block_rotation(theta):
@@ -22,8 +21,9 @@ def _expm(S):
     return scipy.linalg.expm(np.asarray(S, np.float64))
 
 
-@exercise("3.1", points=2, title="skew_expm: a rotation from any matrix (RotRNN Lemma 2)",
-          reference="RotRNN Lemma 2 and App. A.2; lrnn.orthogonal.skew_expm")
+@exercise("3.1", points=2, title="a rotation from any matrix (RotRNN Lemma 2)",
+          reference="RotRNN Lemma 2 and App. A.2 (exp(S) = Σ S^k/k!, with exp(S) = "
+                    "exp(S/2^s)^(2^s))")
 def _(fn, rng):
     cases = [(1, 1.0), (2, 1.0), (3, 0.5), (6, 1.0), (6, 2.0)]
     for n, scale in cases:
@@ -54,49 +54,59 @@ def _(fn, rng):
                                               "exponentiate S = M − Mᵀ, not M.")])
 
 
-@exercise("3.2", points=2, title="rotate_pairs: D(θ) x without forming D (RotRNN eq. 14)",
-          reference="RotRNN App. B.1, eq. 14; lrnn.orthogonal.rotate_pairs")
-def _(fn, rng):
-    def rotate_pairs(x, theta):
-        return np.asarray(x, np.float64) @ _block_rotation(theta).T
+def _rotation_recurrence(gamma, theta, b, sign=1.0, pairs="neighbours", use_gamma=True):
+    """x_t = γ D(θ) x_{t-1} + b_t, float64 loop with dense 2×2 blocks (and typical mistakes)."""
+    gamma = np.asarray(gamma, np.float64) if use_gamma else np.ones(np.shape(theta))
+    b = np.asarray(b, np.float64)
+    K = b.shape[-1] // 2
+    G = np.repeat(gamma, 2)[:, None] * _block_rotation(sign * np.asarray(theta, np.float64))
+    if pairs == "halves":                     # (x_i, x_{i+K}) paired instead of neighbours
+        perm = np.arange(2 * K).reshape(2, K).T.reshape(-1)
+        G = G[np.argsort(perm)][:, np.argsort(perm)]
+    x = np.zeros(b.shape[:-2] + (2 * K,))
+    out = np.empty_like(b)
+    for t in range(b.shape[-2]):
+        x = x @ G.T + b[..., t, :]
+        out[..., t, :] = x
+    return out
 
-    for shape in [(2,), (6,), (4, 6), (2, 3, 2)]:
-        k = shape[-1] // 2
-        x = randn(rng, *shape)
-        theta = rng.uniform(-np.pi, np.pi, k).astype(np.float32)
-        inputs = {"x": x, "theta": theta}
+
+@exercise("3.2", points=3, title="the rotation recurrence as a complex diagonal scan",
+          reference="chapter 3, §3: a 2×2 block γR(θ) acting on (x₁, x₂) is γe^{iθ} acting on "
+                    "x₁ + i x₂; RotRNN Lemma 3 and App. B.1")
+def _(fn, rng):
+    for lead, L, K in [((), 1, 1), ((), 6, 1), ((), 9, 3), ((2,), 7, 2), ((2, 3), 5, 2)]:
+        gamma = rng.uniform(0.5, 0.999, K).astype(np.float32)
+        theta = rng.uniform(-np.pi, np.pi, K).astype(np.float32)
+        b = randn(rng, *lead, L, 2 * K)
+        inputs = {"gamma": gamma, "theta": theta, "b": b}
         got = call(fn, inputs)
-        want = np.asarray(rotate_pairs(x, theta))
-        x64, c, s = x.astype(np.float64), np.cos(theta), np.sin(theta)
-        halves = np.concatenate([x64[..., :k] * c - x64[..., k:] * s,
-                                 x64[..., :k] * s + x64[..., k:] * c], -1)
-        expect_close(got, want, inputs=inputs, rtol=1e-5, atol=1e-5, what="D(θ) x", hints=[
-            alternative(np.asarray(rotate_pairs(x, -theta)),
-                        "you rotate by −θ, the transposed rotation: eq. 14 adds "
-                        "(−x₂, x₁, −x₄, x₃, …) ⊗ sin θ, the first of each pair with a minus."),
-            alternative(halves, "pairs mis-ordered: eq. 14 rotates neighbours (x₁, x₂), "
-                                "(x₃, x₄), …, not x_i with x_{i+K}."),
-            alternative(x64 * np.repeat(c, 2), "the sin term of eq. 14 is missing."),
-            alternative(x64 * np.tile(c, 2) + np.stack([-x64[..., 1::2], x64[..., ::2]], -1)
-                        .reshape(x.shape) * np.tile(s, 2),
-                        "each angle θ_i must be repeated for its pair (cos θ₁, cos θ₁, cos θ₂, "
-                        "…), not the whole vector tiled twice."),
-        ])
-    x = randn(rng, 3, 4)
-    inputs = {"x": x, "theta": np.zeros(2, np.float32)}
-    expect_close(call(fn, inputs), x, inputs=inputs, atol=1e-6, what="D(0) x (must be x)")
-    inputs = {"x": x, "theta": np.full(2, np.pi, np.float32)}
-    expect_close(call(fn, inputs), -x, inputs=inputs, atol=1e-5, what="D(π) x (must be −x)")
+        want = _rotation_recurrence(gamma, theta, b)
+        hints = [
+            alternative(lambda: _rotation_recurrence(gamma, theta, b, sign=-1.0),
+                        "you turn by −θ: the pair (x₁, x₂) is the complex number x₁ + i x₂, "
+                        "multiplied by λ = γe^{+iθ} (or you took x₁ − i x₂)."),
+            alternative(lambda: _rotation_recurrence(gamma, theta, b, use_gamma=False),
+                        "the decay is missing: λ = γ e^{iθ}, not e^{iθ}."),
+        ]
+        if K > 1:
+            hints.append(alternative(lambda: _rotation_recurrence(gamma, theta, b,
+                                                                  pairs="halves"),
+                                     "pairs mis-ordered: the blocks act on neighbours "
+                                     "(x₀, x₁), (x₂, x₃), …, not on x_i and x_{i+K}."))
+        expect_close(got, want, inputs=inputs, rtol=2e-4, atol=2e-5, time_axis=-2, dtype="real",
+                     what="the states x, shape (..., L, 2K)", hints=hints)
     import jax.numpy as jnp
-    big = largest_intermediate(fn, jnp.ones((2, 512), jnp.float32), jnp.ones(256, jnp.float32))
-    expect(big is None or big < 512 * 512,
-           f"for x of shape (2, 512) your function builds an array of {big} entries.",
-           hint="you formed the dense 2K×2K matrix D(θ): eq. 14 needs only elementwise "
-                "products, O(K) memory and time.")
+    big = largest_intermediate(fn, jnp.full(128, 0.9, jnp.float32),
+                               jnp.ones(128, jnp.float32), jnp.ones((4, 256), jnp.float32))
+    expect(big is None or big < 256 * 256,
+           f"for 2K = 256 your function builds an array of {big} entries.",
+           hint="you formed the dense 2K×2K transition: as complex numbers the recurrence is "
+                "elementwise, K independent channels.")
 
 
 @exercise("3.3", points=2, title="powers of a rotation via θ·k (RotRNN Lemma 3)",
-          reference="RotRNN §3.2 and Lemma 3: A^k = P D(kθ) Pᵀ")
+          reference="RotRNN Lemma 3 and §3.2 (the P's cancel inside powers; D(θ)^k = D(kθ))")
 def _(fn, rng):
     for n in (2, 4, 6):
         M = rng.standard_normal((n, n))
@@ -123,76 +133,73 @@ def _sigmoid(z):
     return 1.0 / (1.0 + np.exp(-z))
 
 
-def _rotlstm_np(params, h, c, x, variant="ok"):
-    """One (Rot)LSTM step in float64 NumPy (RotLSTM eqs. 3–10), with typical mistakes."""
-    p = {k: np.asarray(v, np.float64) for k, v in params.items()}
-    h, c, x = (np.asarray(v, np.float64) for v in (h, c, x))
-    xcat = np.concatenate([x, h] if variant == "order" else [h, x], -1)
-    f, i, o = (_sigmoid(xcat @ p[f"W_{g}"].T + p[f"b_{g}"]) for g in "fio")
-    cand = np.tanh(xcat @ p["W_c"].T + p["b_c"])
-    rotate = "W_rot" in p
+def _rotate_pairs64(v, u):
+    cu, su = np.repeat(np.cos(u), 2, -1), np.repeat(np.sin(u), 2, -1)
+    swapped = np.stack([-v[..., 1::2], v[..., ::2]], -1).reshape(v.shape)
+    return v * cu + swapped * su
 
-    def rot(v):
-        if not rotate:
-            return v
-        u = _sigmoid(xcat @ p["W_rot"].T + p["b_rot"])
+
+def rotgru_np(params, h, x, variant="ok"):
+    """One (Rot)GRU step in float64 NumPy (RotLSTM paper, eqs. 11–17), and typical mistakes."""
+    p = {k: np.asarray(v, np.float64) for k, v in params.items()}
+    h, x = np.asarray(h, np.float64), np.asarray(x, np.float64)
+    xcat = np.concatenate([x, h] if variant == "order" else [h, x], -1)     # eq. 11
+    z = _sigmoid(xcat @ p["W_z"].T + p["b_z"])                               # eq. 12
+    reset = _sigmoid(xcat @ p["W_r"].T + p["b_r"])
+    d = h * reset                                                            # eq. 13
+    r = d
+    if "W_rot" in p:
+        u = _sigmoid(xcat @ p["W_rot"].T + p["b_rot"])                       # eq. 14
         u = u if variant == "no2pi" else 2 * np.pi * u
         u = -u if variant == "neg" else u
-        cu, su = np.repeat(np.cos(u), 2, -1), np.repeat(np.sin(u), 2, -1)
-        sw = np.stack([-v[..., 1::2], v[..., ::2]], -1).reshape(v.shape)
-        return v * cu + sw * su
-
-    if variant == "before":
-        d = f * rot(c) + i * cand
-        c_new = d
-    else:
-        d = f * c + i * cand
-        c_new = rot(d)
-    if variant == "h":
-        c_new = d
-        return (rot(o * np.tanh(d)), c_new)
-    h_new = o * np.tanh(d if variant == "tanh_d" else c_new)
-    return h_new, c_new
+        r = _rotate_pairs64(h if variant == "rotate_h" else d, u)            # eq. 15
+        if variant == "rotate_h":
+            r = r * reset
+    if variant == "no_reset":
+        r = h
+    h_hat = np.tanh(np.concatenate([r, x], -1) @ p["W_h"].T + p["b_h"])      # eq. 16
+    if variant == "z_swapped":
+        return z * h + (1 - z) * h_hat
+    return (1 - z) * h + z * h_hat                                           # eq. 17
 
 
-@exercise("3.4", points=3, title="one RotLSTM cell step (RotLSTM eqs. 3–10)",
-          reference="RotLSTM §3.1, eqs. 3–10; lrnn.rotlstm.cell")
+_ROTGRU_MISTAKES = {
+    "order": "concatenate [h_{t-1}, x_t] in that order (eq. 11): the first n columns of each "
+             "W act on h_{t-1}.",
+    "no2pi": "the angles are 2π σ(W_rot x + b_rot) (eq. 14): the 2π is missing.",
+    "neg": "you rotate by −u: the transposed rotation (the sin terms have the wrong sign).",
+    "rotate_h": "rotate the reset-gated state d_t = h_{t-1} ∘ r (eqs. 13, 15): the reset "
+                "gate acts before the rotation, not after.",
+    "no_reset": "the candidate reads [r_t, x_t] (eq. 16), with r_t the rotated reset-gated "
+                "state (eqs. 13–15), not [h_{t-1}, x_t].",
+    "z_swapped": "the update gate weighs the candidate: h_t = (1 − z_t) ∘ h_{t-1} + z_t ∘ ĥ_t "
+                 "(eq. 17).",
+}
+
+
+@exercise("3.4", points=3, title="one RotGRU cell step (RotLSTM paper, eqs. 11–17)",
+          reference="Velici & Prügel-Bennett 2017, §5, eqs. 11–17 (the rotation acts on the "
+                    "reset-gated state, eq. 15); chapter 3, §5")
 def _(fn, rng):
     for lead, n, d_in, rotate in [((), 2, 1, True), ((), 4, 3, True), ((2,), 6, 2, True),
                                   ((3,), 4, 4, True), ((2,), 4, 3, False)]:
-        # the layout of lrnn.rotlstm.init, with random biases so that every term matters
         params = {}
-        for g in ("f", "i", "o", "c", "rot") if rotate else ("f", "i", "o", "c"):
+        for g in ("z", "r", "h", "rot") if rotate else ("z", "r", "h"):
             rows = n // 2 if g == "rot" else n
             params[f"W_{g}"] = randn(rng, rows, n + d_in) / np.float32(np.sqrt(n + d_in) / 2)
             params[f"b_{g}"] = np.float32(0.5) * randn(rng, rows)
-        h, c, x = randn(rng, *lead, n), randn(rng, *lead, n), randn(rng, *lead, d_in)
-        inputs = {"params": params, "carry": (h, c), "x_t": x}
+        h, x = randn(rng, *lead, n), randn(rng, *lead, d_in)
+        inputs = {"params": params, "h": h, "x_t": x}
         got = call(fn, inputs)
-        expect(isinstance(got, (tuple, list)) and len(got) == 2
-               and isinstance(got[0], (tuple, list)) and len(got[0]) == 2,
-               "the result must be ((h_t, c_t), h_t), like a lax.scan step.", inputs=inputs,
-               received=None, hint="return `(h_new, c_new), h_new`.")
-        want_h, want_c = _rotlstm_np(params, h, c, x)
-        wrong = {v: _rotlstm_np(params, h, c, x, v) for v in
-                 ("order", "no2pi", "neg", "before", "h", "tanh_d")}
-        messages = {
-            "order": "concatenate [h_{t-1}, x_t] in that order (eq. 3): the first n columns of "
-                     "each W act on h_{t-1}.",
-            "no2pi": "the angles are u_t = 2π σ(W_rot x + b_rot) (eq. 7): the 2π is missing.",
-            "neg": "you rotate by −u_t: the transposed rotation (check the sin signs, eq. 2).",
-            "before": "rotate d_t, the memory after the forget and input gates (eqs. 8–9), "
-                      "not c_{t-1}.",
-            "h": "your c_t is d_t, unrotated: c_t = U(u_t) d_t (eq. 9); the rotation acts on "
-                 "the memory, not on the output h_t.",
-            "tanh_d": "h_t = o_t ∘ tanh(c_t) uses the rotated memory c_t (eq. 10), not d_t.",
-        }
-        expect_close(got[0][1], np.asarray(want_c), inputs=inputs, rtol=1e-4, atol=1e-5,
-                     what="the new memory c_t (second item of the carry)",
-                     hints=[alternative(wrong[v][1], messages[v]) for v in wrong]
-                     + [alternative(want_h, "the carry is (h_t, c_t), in that order.")])
-        expect_close(got[0][0], np.asarray(want_h), inputs=inputs, rtol=1e-4, atol=1e-5,
-                     what="the new output h_t (first item of the carry)",
-                     hints=[alternative(wrong[v][0], messages[v]) for v in wrong])
-        expect_close(got[1], np.asarray(want_h), inputs=inputs, rtol=1e-4, atol=1e-5,
+        expect(isinstance(got, (tuple, list)) and len(got) == 2,
+               "the result must be the pair (h_t, h_t), like a lax.scan step.", inputs=inputs,
+               hint="return `h_new, h_new`.")
+        want = rotgru_np(params, h, x)
+        variants = [v for v in _ROTGRU_MISTAKES if rotate or v not in ("no2pi", "neg",
+                                                                         "rotate_h")]
+        hints = [alternative(lambda v=v: rotgru_np(params, h, x, v), _ROTGRU_MISTAKES[v])
+                 for v in variants]
+        expect_close(got[0], want, inputs=inputs, rtol=1e-4, atol=1e-5,
+                     what="the new state h_t (first item)", hints=hints)
+        expect_close(got[1], want, inputs=inputs, rtol=1e-4, atol=1e-5,
                      what="the second item (the output h_t)")

@@ -1,5 +1,6 @@
 """Checks for Exercises 4 · Normalisation (solutions/04_normalisation.ipynb): RotRNN §3.1
-(ξ, Theorem 1 by Monte Carlo, first-state scaling) and the LRU's expected norm (RotRNN App. C.1)."""
+(ξ redone for correlated inputs, Theorem 1 by Monte Carlo, first-state scaling) and the LRU's
+expected norm (RotRNN App. C.1)."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,29 +14,62 @@ def _rotation(rng, n):
     return _expm(M - M.T) @ _block_rotation(rng.uniform(0, 2 * np.pi, n // 2)) @ _expm(M - M.T).T
 
 
-@exercise("4.1", points=2, title="ξ, the RotRNN normalisation of B, per head",
-          reference="RotRNN §3.1 (ξ below eq. 5) and App. B.3 (γ = exp(−exp(ν_log))); "
-                    "lrnn.rotrnn.xi")
+def stationary_xi(P, theta, B, gamma, rho):
+    """ξ that gives E‖x_∞‖² = 1 for x_t = γ P D(θ) Pᵀ x_{t-1} + ξ B u_t under stationary AR(1)
+    inputs u_t = ρ u_{t-1} + √(1−ρ²) ε_t: from the exact stationary covariance of the joint
+    linear system (x_t, u_t) (a discrete Lyapunov equation, float64), with ξ = 1 first, since
+    E‖x_∞‖² grows like ξ²."""
+    import scipy.linalg
+    P, B = np.asarray(P, np.float64), np.asarray(B, np.float64)
+    n, K = B.shape
+    A = P @ _block_rotation(theta) @ P.T
+    F = np.block([[gamma * A, rho * B], [np.zeros((K, n)), rho * np.eye(K)]])
+    G = np.sqrt(1 - rho ** 2) * np.vstack([B, np.eye(K)])
+    Sigma = scipy.linalg.solve_discrete_lyapunov(F, G @ G.T)
+    return 1.0 / np.sqrt(np.trace(Sigma[:n, :n]))
+
+
+def _drift(rho, gamma, theta):
+    lam = rho * gamma * np.exp(1j * np.asarray(theta, np.float64))
+    return np.real((1 + lam) / (1 - lam))
+
+
+@exercise("4.1", points=3, title="ξ for correlated inputs (RotRNN §3.1 for AR(1))",
+          reference="RotRNN §3.1 (ξ from Tr[BᵀB] = 1 − γ²) and chapter 4, §6 (the drift factor "
+                    "g(ρ, γ, θ) of each rotation pair, weighted by the rows of PᵀB)")
 def _(fn, rng):
-    for h, n, k in [(1, 2, 1), (3, 4, 5), (2, 6, 2)]:
-        g = rng.uniform(0.5, 0.999, h)
-        nu_log = np.log(-np.log(g)).astype(np.float32)
-        B = randn(rng, h, n, k)
-        inputs = {"nu_log": nu_log, "B": B}
+    for n, K, rho in [(2, 1, 0.0), (2, 1, 0.6), (4, 3, -0.7), (6, 2, 0.9), (4, 2, 0.3)]:
+        M = rng.standard_normal((n, n))
+        P = _expm(M - M.T).astype(np.float32)
+        theta = rng.uniform(0, np.pi, n // 2).astype(np.float32)
+        B = randn(rng, n, K)
+        gamma = float(np.round(rng.uniform(0.5, 0.99), 4))
+        inputs = {"P": P, "theta": theta, "B": B, "gamma": gamma, "rho": rho}
         got = call(fn, inputs)
-        g64 = np.exp(-np.exp(nu_log.astype(np.float64)))
-        tr = np.sum(B.astype(np.float64) ** 2, axis=(1, 2))
-        want = np.sqrt((1 - g64**2) / tr)
-        expect_close(got, want, inputs=inputs, rtol=5e-4, atol=1e-7, what="ξ per head", hints=[
-            alternative((1 - g64**2) / tr, "ξ is a square root: ξ² Tr[BᵀB] = 1 − γ²."),
-            alternative(np.sqrt((1 - g64**2) / np.sqrt(tr)), "Tr[BᵀB] is the sum of squares of "
-                        "the entries of B_h (its squared Frobenius norm), not the norm."),
-            alternative(np.sqrt((1 - g64) / tr), "the numerator is 1 − γ², not 1 − γ."),
-            alternative(np.sqrt(np.abs(1 - np.exp(-nu_log.astype(np.float64))**2) / tr),
-                        "γ = exp(−exp(ν_log)) (App. B.3), a double exponential."),
-            alternative(np.sqrt((1 - g64**2) / np.sum(B.astype(np.float64) ** 2)),
-                        "the trace is per head: sum over the last two axes of B only."),
-        ])
+        want = stationary_xi(P, theta, B, gamma, rho)
+        P64, B64, th = P.astype(np.float64), B.astype(np.float64), theta.astype(np.float64)
+        frob = np.sum(B64 ** 2)
+        w_rot = np.sum((P64.T @ B64).reshape(-1, 2, K) ** 2, axis=(1, 2)) / frob
+        w_raw = np.sum(B64.reshape(-1, 2, K) ** 2, axis=(1, 2)) / frob
+        g = _drift(rho, gamma, th)
+        white = np.sqrt((1 - gamma ** 2) / frob)
+        hints = [
+            alternative(white * np.sqrt(np.sum(w_rot * g)), "the drift factor divides: "
+                        "E‖x_∞‖² = ξ² ‖B‖² Σ w_i g_i / (1 − γ²) must be 1."),
+            alternative(white / np.sqrt(np.mean(g)), "weight the drift factor of pair i by "
+                        "w_i = ‖(PᵀB)_pair i‖² / ‖B‖_F², the share of the input that reaches "
+                        "it; not a plain mean over the pairs."),
+            alternative(white / np.sqrt(np.sum(w_raw * g)), "the weights come from the rows of "
+                        "PᵀB (the rotated basis, where the pairs are the 2×2 blocks of D(θ)), "
+                        "not from the rows of B."),
+            alternative(white ** 2 / np.sum(w_rot * g), "ξ is a square root."),
+        ]
+        if rho != 0:
+            hints.insert(0, alternative(white, "that is the white-noise ξ of RotRNN §3.1: with "
+                                        "correlated inputs the cross term survives; divide "
+                                        "also by the weighted drift Σ w_i g(ρ, γ, θ_i)."))
+        expect_close(got, np.float64(want), inputs=inputs, rtol=2e-4, atol=1e-7, what="ξ",
+                     hints=hints)
 
 
 def _exact_sq_norm(A, B, gamma, alpha, x1, T):
@@ -58,7 +92,8 @@ def _simulate_sq_norms(rng, A, B, gamma, alpha, x1, T, S):
 
 
 @exercise("4.2", points=3, title="Theorem 1 by Monte Carlo: an estimator of E‖x_t‖²",
-          reference="RotRNN Theorem 1, eq. 4 and App. A.1; jax.random.normal")
+          reference="RotRNN Theorem 1, eq. 4 and App. A.1 (eq. 7); the standard error of a "
+                    "mean of S samples is std/√S")
 def _(fn, rng):
     import jax
     for n, k, T, S, gamma, norm_alpha, x1_scale in [(2, 1, 4, 4000, 0.9, True, 1.0),
@@ -170,7 +205,8 @@ def _rotrnn_states_np(params, u, scale_first_state):
 
 
 @exercise("4.4", points=3, title="RotRNN states with ξ and first-state scaling",
-          reference="RotRNN eq. 6, §3.1 and Theorem 1; lrnn.rotrnn.hidden_states")
+          reference="RotRNN eq. 6 and §3.1 (ξ, 'scaling the first state'), Lemmas 2–3; "
+                    "chapter 4, §4")
 def _(fn, rng):
     for lead, L, K, H, n in [((), 1, 1, 1, 2), ((2,), 6, 3, 3, 4)]:
         params = {"M": randn(rng, H, n, n) / np.float32(np.sqrt(n)),

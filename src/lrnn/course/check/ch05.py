@@ -1,11 +1,11 @@
-"""Checks for Exercises 5 · Householder reflections (solutions/05_householder.ipynb): oRNN
-eqs. 6–9, the compact WY form (Prop. 1), Algorithm 1's forward pass and one oRNN step."""
+"""Checks for Exercises 5 · Householder reflections (solutions/05_householder.ipynb): the
+reflection of Algorithm 2's step, oRNN eqs. 6–9, merging compact WY blocks (Prop. 1) and one
+oRNN step."""
 from __future__ import annotations
 
 import numpy as np
 
-from ._core import alternative, call, expect, expect_close, exercise, randn
-from .ch03 import largest_intermediate
+from ._core import alternative, as_array, call, expect, expect_close, exercise, randn
 
 
 def _H(u):
@@ -33,26 +33,49 @@ def _eq9(rng, n, m):
     return U.astype(np.float32)
 
 
-@exercise("5.1", points=1, title="one Householder reflection (oRNN eq. 6)",
-          reference="oRNN §4, eq. 6 (k = n); lrnn.orthogonal.householder")
+@exercise("5.1", points=2, title="the reflection that maps x to y (Algorithm 2's step)",
+          reference="oRNN §4, eq. 6 (H(u) = I − 2uuᵀ/‖u‖²) and Algorithm 2, whose step "
+                    "reflects a column onto ‖x‖e₁")
 def _(fn, rng):
-    for n in (1, 2, 3, 6):
-        u = randn(rng, n) * np.float32(rng.uniform(0.2, 5))
-        inputs = {"u": u}
-        got = call(fn, inputs)
+    cases = []
+    for n in (3, 2, 6):
+        x = randn(rng, n) * np.float32(rng.uniform(0.5, 3))
+        Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+        cases.append((x, (Q @ x.astype(np.float64)).astype(np.float32)))
+    x = randn(rng, 1)
+    cases.append((x, -x))                    # in one dimension the only reflection is −1
+    x = randn(rng, 4)
+    cases += [(x, (np.linalg.norm(x.astype(np.float64)) * np.eye(4)[0]).astype(np.float32)),
+              (x, -x), (x, x.copy())]
+    for x, y in cases:
+        inputs = {"x": x, "y": y}
+        u = as_array(call(fn, inputs), inputs=inputs, what="u")
+        expect(u.shape == x.shape, f"u has shape {u.shape}, expected {x.shape}.", inputs=inputs,
+               hint="return the reflection vector u, not the matrix H(u).")
         u64 = u.astype(np.float64)
-        expect_close(got, _H(u), inputs=inputs, rtol=1e-4, atol=1e-5, what="H(u)", hints=[
-            alternative(np.eye(n) - np.outer(u64, u64) / (u64 @ u64),
-                        "the factor 2 is missing: I − uuᵀ/‖u‖² is a projection, not a reflection."),
-            alternative(np.eye(n) - 2 * np.outer(u64, u64),
-                        "divide by ‖u‖²: the formula must not depend on the length of u."),
-            alternative(np.eye(n) - 2 * np.outer(u64, u64) / np.sqrt(u64 @ u64),
-                        "divide by ‖u‖², the squared norm, not ‖u‖."),
-        ])
+        norm2 = float(u64 @ u64)
+        x64 = x.astype(np.float64)
+        scale = np.linalg.norm(x64)
+        same = np.allclose(x64, y.astype(np.float64))
+        expect(np.all(np.isfinite(u64)) and norm2 > (1e-3 * scale) ** 2,
+               "u is zero (or not finite): H(u) = I − 2uuᵀ/‖u‖² is undefined.", inputs=inputs,
+               received=u, hint="when y = x, u = x − y vanishes: then any nonzero u "
+                                "orthogonal to x gives H(u) x = x (e.g. a coordinate vector "
+                                "minus its projection on x)." if same else
+                                "here y = −x: the mirror between x and y is orthogonal to "
+                                "x − y = 2x, so u = x (u = x + y reflects onto −y).")
+        Hx = x64 - 2 * (u64 @ x64) / norm2 * u64
+        expect_close(Hx, y.astype(np.float64), inputs=inputs, rtol=1e-4, atol=1e-4 * scale,
+                     what="H(u) x", hints=[
+                         alternative(-y.astype(np.float64), "your reflection sends x to −y: "
+                                     "u = x + y reflects onto −y; the mirror between x and y "
+                                     "is orthogonal to x − y."),
+                     ])
 
 
 @exercise("5.2", points=2, title="the chain of reflections W (oRNN eqs. 7–9)",
-          reference="oRNN §4, eqs. 7–9; lrnn.orthogonal.householder_product")
+          reference="oRNN §4, eqs. 6–9 (W = H_n(u_n) ⋯ H_{n−m+1}(u_{n−m+1}); H_1 of eq. 7 "
+                    "when m = n)")
 def _(fn, rng):
     for n, m, u1 in [(1, 1, -1.0), (3, 1, None), (4, 2, None), (6, 3, None), (4, 4, 1.0),
                      (5, 5, -1.0)]:
@@ -77,54 +100,60 @@ def _(fn, rng):
         expect_close(got, want, inputs=inputs, rtol=1e-4, atol=1e-5, what="W", hints=hints)
 
 
-@exercise("5.3", points=2, title="the compact WY form I − U T⁻¹ Uᵀ (oRNN Prop. 1)",
-          reference="oRNN Proposition 1, eqs. 12–13; lrnn.orthogonal.wy_matrix")
-def _(fn, rng):
-    for n, m in [(2, 1), (3, 2), (5, 3), (6, 5), (4, 1)]:
-        U = _eq9(rng, n, m)
-        inputs = {"U": U}
-        got = call(fn, inputs)
-        U64 = U.astype(np.float64)
-        G = U64.T @ U64
-        wrong_T = {
-            "T has ½ on the diagonal only: the strict upper part striu(UᵀU) is taken whole, "
-            "without a ½.": np.triu(G, 1) / 2 + np.diag(np.diag(G)) / 2,
-            "the diagonal of T is ½ diag(UᵀU), not diag(UᵀU).": np.triu(G, 1) + np.diag(np.diag(G)),
-            "T is upper triangular: striu, the strictly *upper* part of UᵀU.":
-                np.tril(G, -1) + np.diag(np.diag(G)) / 2,
-        }
-        hints = [alternative(np.eye(n) - U64 @ np.linalg.solve(T, U64.T), h)
-                 for h, T in wrong_T.items()]
-        expect_close(got, _chain(U), inputs=inputs, rtol=1e-4, atol=1e-4,
-                     what="I − U T⁻¹ Uᵀ", hints=hints)
+def _random_upper(rng, m):
+    """An invertible upper-triangular m×m matrix that is not eq. 12's T of anything."""
+    T = np.triu(rng.standard_normal((m, m)))
+    T[np.diag_indices(m)] = rng.uniform(0.5, 2.0, m) * rng.choice([-1.0, 1.0], m)
+    return T.astype(np.float32)
 
 
-@exercise("5.4", points=3, title="Algorithm 1's forward pass: W h in O(n·m)",
-          reference="oRNN Algorithm 1, lines 4–10 and 16; App. B, eqs. 20–21; "
-                    "lrnn.orthogonal.wy_transform")
+def _wy_T(U):
+    G = np.asarray(U, np.float64).T @ np.asarray(U, np.float64)
+    return np.triu(G, 1) + 0.5 * np.diag(np.diag(G))
+
+
+@exercise("5.3", points=3, title="merging two compact WY blocks (oRNN Prop. 1)",
+          reference="oRNN Proposition 1, eqs. 12–13 (W = I − U T⁻¹ Uᵀ): multiply two such "
+                    "products and compare with the inverse of an upper block-triangular T")
 def _(fn, rng):
-    for n, m, lead in [(2, 1, ()), (4, 3, ()), (6, 2, (3,)), (5, 4, (2, 2)), (8, 8 - 1, ())]:
-        U = _eq9(rng, n, m)
-        h = randn(rng, *lead, n)
-        inputs = {"U": U, "h": h}
+    for n, m1, m2, general in [(3, 1, 1, False), (5, 2, 2, False), (6, 3, 2, True),
+                               (4, 1, 3, True), (7, 2, 4, True)]:
+        U1, U2 = randn(rng, n, m1), randn(rng, n, m2)
+        T1 = _random_upper(rng, m1) if general else _wy_T(U1).astype(np.float32)
+        T2 = _random_upper(rng, m2) if general else _wy_T(U2).astype(np.float32)
+        inputs = {"U1": U1, "T1": T1, "U2": U2, "T2": T2}
         got = call(fn, inputs)
-        W = _chain(U)
-        hf = h.astype(np.float64)
-        expect_close(got, hf @ W.T, inputs=inputs, rtol=1e-4, atol=1e-5, what="W h", hints=[
-            alternative(hf @ W, "the reflections act in the wrong order (you computed Wᵀ h): "
-                                "Algorithm 1 runs k = m down to 1, the last column of U first."),
+        expect(isinstance(got, (tuple, list)) and len(got) == 2,
+               "the result must be the pair (U, T).", inputs=inputs, hint="`return U, T`.")
+        U64 = np.hstack([U1, U2]).astype(np.float64)
+        expect_close(got[0], U64, inputs=inputs, rtol=1e-6, atol=1e-6,
+                     what="U (first item): the columns of U1, then those of U2", hints=[
+                         alternative(np.hstack([U2, U1]), "the factor on the left, W1, "
+                                     "contributes the first columns: U = [U1 U2]."),
+                     ])
+        S = U1.astype(np.float64).T @ U2.astype(np.float64)
+        want = np.block([[T1, S], [np.zeros((m2, m1)), T2]])
+        expect_close(got[1], want, inputs=inputs, rtol=1e-4, atol=1e-5,
+                     what="T (second item)", hints=[
+            alternative(np.block([[T1, np.zeros((m1, m2))], [S.T, T2]]),
+                        "the coupling block sits above the diagonal: T is upper "
+                        "block-triangular, [[T1, U1ᵀU2], [0, T2]]."),
+            alternative(np.block([[T1, -S], [np.zeros((m2, m1)), T2]]),
+                        "sign of the coupling block: multiply out (I − U1T1⁻¹U1ᵀ)(I − U2T2⁻¹U2ᵀ) "
+                        "and the block inverse of T; the cross terms match for +U1ᵀU2."),
+            alternative(_wy_T(U64), "you recomputed eq. 12 from U = [U1 U2]: here T1, T2 are "
+                        "given and need not be eq. 12's (any invertible T_i with W_i = "
+                        "I − U_i T_i⁻¹ U_iᵀ); keep them and find the block that couples them."),
+            alternative(np.block([[T1, np.zeros((m1, m2))], [np.zeros((m2, m1)), T2]]),
+                        "a block-diagonal T gives I − U1T1⁻¹U1ᵀ − U2T2⁻¹U2ᵀ, not the "
+                        "product: the cross term U1T1⁻¹(U1ᵀU2)T2⁻¹U2ᵀ needs an off-diagonal "
+                        "block."),
         ])
-    import jax.numpy as jnp
-    n, m = 256, 4
-    big = largest_intermediate(fn, jnp.ones((n, m), jnp.float32), jnp.ones((2, n), jnp.float32))
-    expect(big is None or big < n * n,
-           f"for n = {n}, m = {m} your function builds an array of {big} entries.",
-           hint="you formed an n×n matrix: Algorithm 1 needs only dot products with the columns "
-                "of U, O(n·m) time and O(n) extra memory.")
 
 
-@exercise("5.5", points=2, title="one oRNN step h_t = φ(W h_{t−1} + V x_t + b)",
-          reference="oRNN eq. 1 and §5 (leaky ReLU φ(z) = max(z/10, z)); lrnn.ornn.step")
+@exercise("5.4", points=2, title="one oRNN step h_t = φ(W h_{t−1} + V x_t + b)",
+          reference="oRNN eq. 1 and §5 (leaky ReLU φ(z) = max(z/10, z), H_1 from the sign "
+                    "of u_1); eqs. 7–8")
 def _(fn, rng):
     for n, m, d_in, lead in [(2, 1, 1, ()), (4, 2, 3, ()), (5, 5, 2, (3,)), (6, 3, 2, (2,)),
                              (3, 3, 1, ())]:

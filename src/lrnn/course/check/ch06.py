@@ -1,0 +1,176 @@
+"""Checks for Exercises 6 · Scans on the GPU (solutions/06_gpu_scans.ipynb): the bytes a scan
+must move, the combines of two parallel scans, the backward scan, and the fraction of the
+memory-bandwidth floor a measured scan reaches."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._core import alternative, call, crandn, expect, expect_close, exercise, randn, when
+
+
+def reference_bytes(shape, dtype="complex64", time_varying=False, passes=1):
+    """Bytes that a forward scan over an array of ``shape`` must move at least: read b (and a,
+    when it varies in time) once per pass, write x once; a time-invariant a is ignored."""
+    size = np.dtype(dtype).itemsize * math.prod(shape)
+    return size * (passes * (1 + int(bool(time_varying))) + 1)
+
+
+@exercise("6.1", points=2, title="the bytes a linear scan must move",
+          reference="chapter 6, the memory-bandwidth floor t_min = bytes / copy bandwidth "
+                    "(a memory-bound kernel reads b_t and writes x_t once per pass)")
+def _(fn, rng):
+    cases = [((16, 16384, 256), "complex64", False, 1), ((1, 65536, 64), "complex64", False, 2),
+             ((8, 4096, 256), "float32", True, 1), ((2, 3, 100, 8), "complex128", True, 2),
+             ((4, 10, 2), "float16", False, 1)]
+    for shape, dtype, tv, passes in cases:
+        inputs = {"shape": shape, "dtype": dtype, "time_varying": tv, "passes": passes}
+        got = call(fn, inputs)
+        want = reference_bytes(shape, dtype, tv, passes)
+        n = math.prod(shape)
+        item = np.dtype(dtype).itemsize
+        expect(np.ndim(got) == 0, "return one number of bytes.", inputs=inputs, received=got)
+        expect_close(np.float64(got), np.float64(want), inputs=inputs, rtol=1e-9, atol=0.05,
+                     what="the number of bytes", hints=[
+            alternative(item * n * passes * (1 + tv), "the scan also writes x: one more "
+                        "array of the same size."),
+            alternative(item * n * (2 + tv), "with two passes b (and a) are read twice; x is "
+                        "written once." if passes == 2 else "count the passes over b."),
+            alternative(item * n * (passes + 1), "a time-varying a is an array as large as b, "
+                        "read with it in every pass."),
+            alternative(8 * want, "that is bits: a byte is 8 bits."),
+            alternative(want / 2, "complex64 is 8 bytes per element (two float32), complex128 "
+                        "16.") if dtype.startswith("complex") else
+            alternative(2 * want, "float32 is 4 bytes per element, float16 2."),
+        ])
+
+
+def reference_work_depth(L):
+    """(combines, depth) of the odd–even scan of ``jax.lax.associative_scan`` on L elements:
+    depth counts the levels (combine calls, one after another) that combine at least one pair."""
+    if L < 2:
+        return 0, 0
+    work, depth = reference_work_depth(L // 2)
+    fix = (L + 1) // 2 - 1
+    return L // 2 + fix + work, 1 + depth + (1 if fix > 0 else 0)
+
+
+@exercise("6.2", points=3, title="work and depth of the odd–even scan",
+          reference="chapter 6, the associative scan (its work and depth), and chapter 1, "
+                    "eq. (1.3): one combine applies the operator once")
+def _(fn, rng):
+    for L in [1, 2, 3, 4, 5, 8, 13, 64, 100, 1000, 1025, int(rng.integers(2000, 70000))]:
+        inputs = {"L": L}
+        got = call(fn, inputs)
+        expect(isinstance(got, (tuple, list)) and len(got) == 2,
+               "the result must be the pair (combines, depth).", inputs=inputs,
+               received=None, hint="`return combines, depth`.")
+        work, depth = reference_work_depth(L)
+        log2 = math.ceil(math.log2(L)) if L > 1 else 0
+        expect_close(np.float64(got[0]), np.float64(work), inputs=inputs, rtol=0, atol=0.05,
+                     what="the number of combines (first item)", hints=[
+            alternative(2 * L - 2 - math.log2(L) if L > 0 else -1,
+                        "2L − 2 − log₂ L holds for powers of two only: follow the recursion, "
+                        "W(L) = ⌊L/2⌋ + (⌈L/2⌉ − 1) + W(⌊L/2⌋)."),
+            alternative(L * log2, "that is the Hillis–Steele count (every element in every "
+                        "round); the odd–even scan halves the sequence at every level."),
+            alternative(L // 2 + (L + 1) // 2 - 1 if L >= 2 else -1,
+                        "the recursion goes on below the first level, down to one element."),
+            when(lambda r, e: float(r) < L - 1, "no scan of L elements can use fewer than "
+                 "L − 1 combines: each of x_1 … x_{L−1} needs at least one."),
+        ])
+        expect_close(np.float64(got[1]), np.float64(depth), inputs=inputs, rtol=0, atol=0.05,
+                     what="the depth (second item)", hints=[
+            alternative(log2, "that is the depth of Hillis–Steele: the odd–even scan needs two "
+                        "levels per halving, one going down (pairs) and one coming back up "
+                        "(the skipped positions)."),
+            alternative(2 * log2, "close: but a level that combines nothing does not count "
+                        "(at length 2 the way back up has no skipped position to fix)."),
+        ])
+
+
+def reference_vjp(a, x, x_bar):
+    """(ā, b̄) of x = linear_scan(a, b) with a time-invariant a (N,): b̄_t = x̄_t + a b̄_{t+1},
+    ā = Σ over batch and t of b̄_t x_{t-1}; float64/complex128 loops, JAX's convention (the
+    transpose of the linear map, no complex conjugate)."""
+    a = np.asarray(a).astype(np.result_type(a, np.float64))
+    x = np.asarray(x).astype(np.result_type(x, a))
+    g = np.asarray(x_bar).astype(np.result_type(x_bar, a))
+    b_bar = np.zeros(np.broadcast_shapes(x.shape, g.shape), np.result_type(a, x, g))
+    carry = np.zeros(b_bar.shape[:-2] + b_bar.shape[-1:], b_bar.dtype)
+    for t in range(b_bar.shape[-2] - 1, -1, -1):
+        carry = g[..., t, :] + a * carry
+        b_bar[..., t, :] = carry
+    x_prev = np.concatenate([np.zeros_like(x[..., :1, :]), x[..., :-1, :]], axis=-2)
+    a_bar = np.sum((b_bar * x_prev).reshape(-1, x.shape[-1]), axis=0)
+    return a_bar, b_bar
+
+
+@exercise("6.3", points=4, title="the backward scan: ā and b̄ of a linear scan",
+          reference="chapter 6, the backward pass of the associative scan (the adjoint of a "
+                    "linear recurrence is the same recurrence run backwards); chapter 1, "
+                    "eq. (1.1)")
+def _(fn, rng):
+    for lead, L, N, complex_ in [((), 1, 1, False), ((), 6, 2, False), ((), 7, 3, True),
+                                 ((2,), 9, 2, True), ((2, 3), 5, 4, False)]:
+        if complex_:
+            a = (rng.uniform(0.5, 0.95, N) * np.exp(1j * rng.uniform(0, np.pi, N)))
+            a = a.astype(np.complex64)
+            b, x_bar = crandn(rng, *lead, L, N), crandn(rng, *lead, L, N)
+        else:
+            a = rng.uniform(-0.95, 0.95, N).astype(np.float32)
+            b, x_bar = randn(rng, *lead, L, N), randn(rng, *lead, L, N)
+        from .ch01 import _naive_scan
+        x = _naive_scan(np.broadcast_to(a, b.shape), b).astype(b.dtype)
+        inputs = {"a": a, "x": x, "x_bar": x_bar}
+        got = call(fn, inputs)
+        expect(isinstance(got, (tuple, list)) and len(got) == 2,
+               "the result must be the pair (a_bar, b_bar).", inputs=inputs,
+               hint="`return a_bar, b_bar`.")
+        a_bar, b_bar = reference_vjp(a, x, x_bar)
+        forward = _naive_scan(np.broadcast_to(a, b.shape), x_bar)
+        expect_close(got[1], b_bar, inputs=inputs, rtol=1e-4, atol=1e-5, time_axis=-2,
+                     what="b̄ (second item)", hints=[
+            alternative(forward, "you scanned forwards: x_t depends on b_s for s ≤ t, so b̄_t "
+                        "collects x̄_s for s ≥ t: run the recurrence from the end."),
+            alternative(lambda: reference_vjp(np.conj(a), x, x_bar)[1],
+                        "no conjugate: JAX's vector-Jacobian product of a complex function is "
+                        "the transpose of its linear map, b̄_t = x̄_t + a b̄_{t+1}."),
+        ])
+        x_now = x.astype(np.result_type(x, np.float64))
+        wrong_x = np.sum((b_bar * x_now).reshape(-1, N), axis=0)
+        per_batch = (b_bar * np.concatenate([np.zeros_like(x_now[..., :1, :]),
+                                             x_now[..., :-1, :]], axis=-2))
+        hints = [alternative(wrong_x, "ā pairs b̄_t with the previous state x_{t−1} (the one "
+                                      "that a multiplies at step t), not with x_t.")]
+        if lead:
+            hints.append(when(lambda r, e: np.shape(r) == per_batch.shape[:-2] + (N,),
+                              "ā has the shape of a, (N,): sum over the batch axes too."))
+        expect_close(got[0], a_bar, inputs=inputs, rtol=1e-4, atol=1e-5, what="ā (first item)",
+                     hints=hints)
+
+
+@exercise("6.4", points=2, title="the share of the bandwidth floor a scan reaches",
+          reference="chapter 6, the memory-bandwidth floor: t_min = bytes moved / copy "
+                    "bandwidth (1 GB/s = 1e9 B/s)")
+def _(fn, rng):
+    cases = [((16, 16384, 256), 1.712e-3, 1725.3, "complex64", False, 1),
+             ((1, 65536, 64), 2.293e-3, 1725.3, "complex64", False, 2),
+             ((8, 4096, 1024), 0.163e-3, 2940.0, "float32", True, 1),
+             ((4, 2048, 64), 0.0112, 11.3, "complex64", False, 1)]
+    for shape, seconds, gbps, dtype, tv, passes in cases:
+        inputs = {"shape": shape, "seconds": seconds, "copy_GBps": gbps, "dtype": dtype,
+                  "time_varying": tv, "passes": passes}
+        got = call(fn, inputs)
+        floor = reference_bytes(shape, dtype, tv, passes) / (gbps * 1e9)
+        want = floor / seconds
+        expect(np.ndim(got) == 0, "return one number, the fraction.", inputs=inputs,
+               received=got)
+        expect_close(np.float64(got), np.float64(want), inputs=inputs, rtol=1e-6, atol=0,
+                     what="the fraction of the floor", hints=[
+            alternative(1 / want, "the fraction is floor / measured time (≤ 1 for an honest "
+                        "measurement), not its inverse."),
+            alternative(want * 1e9 / 2 ** 30, "1 GB/s is 10⁹ bytes per second (not 2³⁰)."),
+            alternative(want * 2 ** 30 / 1e9, "1 GB/s is 10⁹ bytes per second (not 2³⁰)."),
+        ])

@@ -1,0 +1,281 @@
+"""The checkers of the exercises (lrnn.check.ch01 … ch07): reference answers written
+independently of the checkers pass, also with TF32 matrix products emulated, and typical
+mistakes fail with the hint that names them (every wrong answer here is a real mistake)."""
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import lrnn
+import lrnn.check as lc
+from lrnn import orthogonal as o
+from lrnn.course import precision
+
+
+@pytest.fixture(autouse=True)
+def not_grading(monkeypatch):
+    monkeypatch.delenv(lc.GRADING_ENV, raising=False)
+
+
+def _hint(ex, fn):
+    res = lc.run(ex, fn)
+    assert res.status in ("fail", "error"), res.message
+    return res.message
+
+
+# ------------------------------------------------------------------------------------------
+# Reference answers, written from the papers (not from the checkers)
+# ------------------------------------------------------------------------------------------
+
+def chunked(a, b, T):
+    return lrnn.linear_scan(a, b, method="sequential")
+
+
+def radius(A):
+    return float(np.max(np.abs(np.linalg.eigvals(np.asarray(A, np.float64)))))
+
+
+def rotation_recurrence(gamma, theta, b):
+    return lrnn.rotation_scan(gamma, theta, b, method="sequential")
+
+
+def rotgru(params, h, x):
+    return lrnn.rotlstm.gru_cell({k: jnp.asarray(v) for k, v in params.items()},
+                                 jnp.asarray(h), jnp.asarray(x))
+
+
+def xi_closed_form(P, theta, B, gamma, rho):
+    P, B = np.asarray(P, np.float64), np.asarray(B, np.float64)
+    w = np.sum((P.T @ B).reshape(-1, 2, B.shape[1]) ** 2, axis=(1, 2))
+    lam = rho * gamma * np.exp(1j * np.asarray(theta, np.float64))
+    return float(np.sqrt((1 - gamma ** 2) / np.sum(w * np.real((1 + lam) / (1 - lam)))))
+
+
+def reflector(x, y):
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    if np.allclose(x, y):
+        u = np.zeros_like(x)
+        u[np.argmin(np.abs(x))] = 1.0
+        return u - (u @ x) / (x @ x) * x
+    return x - y
+
+
+def wy_merge(U1, T1, U2, T2):
+    return np.hstack([U1, U2]), np.block([[T1, U1.T @ U2], [np.zeros((T2.shape[0], T1.shape[0])),
+                                                            T2]])
+
+
+def ornn_step(params, h, x):
+    U = jnp.asarray(params["U"])
+    W = (o.householder_product(U, 1.0 if params["u1"] > 0 else -1.0) if "u1" in params
+         else o.householder_product(U))
+    z = jnp.asarray(h) @ W.T + jnp.asarray(x) @ jnp.asarray(params["V"]).T + params["b"]
+    return jnp.maximum(z, z / 10)
+
+
+def scan_bytes(shape, dtype="complex64", time_varying=False, passes=1):
+    arrays = passes * (2 if time_varying else 1) + 1
+    return arrays * math.prod(shape) * np.dtype(dtype).itemsize
+
+
+def work_depth(L):
+    """By tracing jax.lax.associative_scan with an operator that records its calls."""
+    calls = []
+
+    def op(left, right):
+        calls.append(left[0].shape[0])
+        return left[0] * right[0], right[0] * left[1] + right[1]
+    jax.make_jaxpr(lambda x: jax.lax.associative_scan(op, (x, x)))(jnp.ones(L))
+    return sum(calls), sum(1 for n in calls if n > 0)
+
+
+def scan_vjp(a, x, x_bar):
+    """Through JAX's autodiff of a plain loop (not lrnn's custom VJP)."""
+    b = np.asarray(x) - np.concatenate([np.zeros_like(x[..., :1, :]),
+                                        np.asarray(a) * np.asarray(x)[..., :-1, :]], axis=-2)
+
+    def loop(a, b):
+        def step(h, b_t):
+            h = a * h + b_t
+            return h, h
+        _, xs = jax.lax.scan(step, jnp.zeros_like(b[..., 0, :]), jnp.moveaxis(b, -2, 0))
+        return jnp.moveaxis(xs, 0, -2)
+    _, vjp = jax.vjp(loop, jnp.asarray(a), jnp.asarray(b))
+    return vjp(jnp.asarray(x_bar))
+
+
+def fraction_of_floor(shape, seconds, copy_GBps, dtype="complex64", time_varying=False, passes=1):
+    return scan_bytes(shape, dtype, time_varying, passes) / (copy_GBps * 1e9) / seconds
+
+
+def param_count(layer, d_model, d_state, n_heads=1):
+    key = jax.random.PRNGKey(1)
+    params = (lrnn.lru.init(key, d_model, d_state) if layer == "lru"
+              else lrnn.rotrnn.init(key, d_model, d_state, n_heads))
+    return sum(int(np.size(v)) for v in jax.tree_util.tree_leaves(params))
+
+
+def win_probability(a, b, higher_is_better=True):
+    pairs = [(x, y) for x in a for y in b]
+    sign = 1 if higher_is_better else -1
+    return sum(1.0 if sign * (x - y) > 0 else 0.5 if x == y else 0.0 for x, y in pairs) / len(pairs)
+
+
+REFERENCES = {
+    "1.3": chunked, "1.5": radius, "3.1": o.skew_expm, "3.2": rotation_recurrence,
+    "3.4": rotgru, "4.1": xi_closed_form, "5.1": reflector,
+    "5.2": lambda U, s=None: o.householder_product(U) if s is None else o.householder_product(U, s),
+    "5.3": wy_merge, "5.4": ornn_step, "6.1": scan_bytes, "6.2": work_depth,
+    "6.3": scan_vjp, "6.4": fraction_of_floor, "7.1": lambda T, q: q ** (1 / T),
+    "7.3": param_count, "7.4": win_probability,
+}
+
+
+@pytest.mark.parametrize("ex", sorted(REFERENCES))
+def test_reference_passes(ex):
+    assert lc.run(ex, REFERENCES[ex]).passed, lc.run(ex, REFERENCES[ex]).message
+
+
+@pytest.mark.parametrize("ex", ["1.3", "3.2", "3.4", "4.1", "5.3", "5.4", "6.3"])
+def test_reference_passes_with_tf32_products(ex):
+    """The checkers run the student's code under exact float32 products; with TF32 emulated on
+    every product outside that policy, the verdict is the same."""
+    with precision.tf32_emulated(), precision.exact_matmuls():
+        assert lc.run(ex, REFERENCES[ex]).passed
+
+
+def test_library_rotgru_follows_the_checker():
+    """lrnn's RotGRU (the library reference) and the float64 transcription of eqs. 11–17 that
+    the checker uses agree on a whole sequence."""
+    from lrnn.check.ch03 import rotgru_np
+    params = lrnn.rotlstm.gru_init(jax.random.PRNGKey(0), 3, 6)
+    params = {k: np.asarray(v) + 0.1 for k, v in params.items()}
+    u = np.random.default_rng(0).standard_normal((20, 3)).astype(np.float32)
+    h = np.zeros(6)
+    for t in range(20):
+        h = rotgru_np(params, h, u[t])
+    assert np.allclose(np.asarray(lrnn.rotlstm.gru_apply(params, u))[-1], h, atol=1e-5)
+
+
+def test_stationary_xi_is_the_chapter_closed_form():
+    """chapter 4's drift factor, weighted by the rotated rows of B, gives the same ξ as the
+    exact stationary covariance (a discrete Lyapunov equation) that the checker uses."""
+    from lrnn.check.ch04 import stationary_xi
+    rng = np.random.default_rng(3)
+    M = rng.standard_normal((6, 6))
+    P = np.asarray(o.skew_expm(jnp.asarray(M, jnp.float32)), np.float64)
+    for rho in (-0.8, 0.0, 0.5, 0.95):
+        th, B = rng.uniform(0, np.pi, 3), rng.standard_normal((6, 2))
+        assert np.isclose(stationary_xi(P, th, B, 0.97, rho), xi_closed_form(P, th, B, 0.97, rho),
+                          rtol=1e-6)
+
+
+def test_odd_even_work_and_depth_are_what_jax_does():
+    from lrnn.check.ch06 import reference_work_depth
+    for L in (1, 2, 3, 7, 64, 1000, 1025, 4097):
+        assert reference_work_depth(L) == work_depth(L)
+
+
+def test_fraction_remembering_matches_ring_init():
+    from lrnn.check.ch07 import reference_fraction
+    r_star = 0.5 ** (1 / 200)
+    for r_min, r_max in [(0.0, 0.999), (0.99, 0.999), (r_star, 0.999)]:
+        nu_log, _ = lrnn.lru.ring_init(jax.random.PRNGKey(2), 100_000, r_min=r_min, r_max=r_max)
+        modulus = np.exp(-np.exp(np.asarray(nu_log, np.float64)))
+        assert abs(np.mean(modulus ** 200 >= 0.5) - reference_fraction(r_min, r_max, 200, 0.5)) \
+            < 0.01
+
+
+# ------------------------------------------------------------------------------------------
+# Typical mistakes get the hint that names them
+# ------------------------------------------------------------------------------------------
+
+def test_hints_chapter_1():
+    from lrnn.check.ch01 import _chunk_join, _chunk_parts
+
+    def no_carry(a, b, T):
+        X, G, h, L = _chunk_parts(a, b, T)
+        return _chunk_join(X, G, 0 * h, L)
+    assert "starts from zero" in _hint("1.3", no_carry)
+    assert "largest singular value" in _hint("1.5", lambda A: np.linalg.norm(A, 2))
+
+
+def test_hints_chapter_3():
+    assert "transpose" in _hint("3.1", lambda M: o.skew_expm(jnp.asarray(M).T))
+    assert "−θ" in _hint("3.2", lambda g, t, b: rotation_recurrence(g, -t, b))
+    assert "decay is missing" in _hint("3.2", lambda g, t, b: rotation_recurrence(1 + 0 * g, t, b))
+
+    def dense(g, t, b):
+        G = jnp.repeat(g, 2)[:, None] * o.block_rotation(t)
+
+        def step(x, b_t):
+            x = x @ G.T + b_t
+            return x, x
+        return jnp.moveaxis(jax.lax.scan(step, jnp.zeros_like(b[..., 0, :]),
+                                         jnp.moveaxis(b, -2, 0))[1], 0, -2)
+    assert "dense 2K×2K" in _hint("3.2", dense)
+    assert "Pᵀ" in _hint("3.3", lambda P, t, k: P @ o.block_rotation(k * t))
+    from lrnn.check.ch03 import rotgru_np
+    for variant, words in [("rotate_h", "reset gate acts before the rotation"),
+                           ("z_swapped", "update gate weighs the candidate"),
+                           ("no_reset", "not [h_{t-1}, x_t]"), ("no2pi", "2π")]:
+        msg = _hint("3.4", lambda p, h, x, v=variant: (rotgru_np(p, h, x, v),) * 2)
+        assert words in msg, (variant, msg)
+
+
+def test_hints_chapter_4():
+    def white(P, theta, B, gamma, rho):
+        return float(np.sqrt((1 - gamma ** 2) / np.sum(np.asarray(B, np.float64) ** 2)))
+    assert "white-noise ξ" in _hint("4.1", white)
+
+    def unrotated(P, theta, B, gamma, rho):
+        return xi_closed_form(np.eye(len(P)), theta, B, gamma, rho)
+    assert "rows of PᵀB" in _hint("4.1", unrotated)
+
+
+def test_hints_chapter_5():
+    assert "sends x to −y" in _hint("5.1", lambda x, y: np.asarray(x) + np.asarray(y))
+    assert "orthogonal to x" in _hint("5.1", lambda x, y: np.asarray(x) - np.asarray(y))
+    assert "reverse order" in _hint("5.2", lambda U, s=None: REFERENCES["5.2"](U, s).T)
+
+    def eq12(U1, T1, U2, T2):
+        U = np.hstack([U1, U2])
+        G = U.T @ U
+        return U, np.triu(G, 1) + 0.5 * np.diag(np.diag(G))
+    assert "recomputed eq. 12" in _hint("5.3", eq12)
+    assert "above the diagonal" in _hint("5.3", lambda U1, T1, U2, T2: (
+        wy_merge(U1, T1, U2, T2)[0], wy_merge(U1, T1, U2, T2)[1].T))
+
+    def relu_step(p, h, x):
+        z = ornn_step(p, h, x)
+        return jnp.where(z < 0, 0.0, z)                # φ(z) = max(z, 0) instead of max(z/10, z)
+    assert "leaky ReLU" in _hint("5.4", relu_step)
+
+
+def test_hints_chapter_6():
+    assert "also writes x" in _hint("6.1", lambda s, d="complex64", tv=False, p=1: scan_bytes(
+        s, d, tv, p) - math.prod(s) * np.dtype(d).itemsize)
+    assert "Hillis–Steele count" in _hint("6.2", lambda L: (
+        L * math.ceil(math.log2(L)) if L > 1 else 0, work_depth(L)[1]))
+    assert "two levels per halving" in _hint("6.2", lambda L: (
+        work_depth(L)[0], math.ceil(math.log2(L)) if L > 1 else 0))
+
+    def forwards(a, x, g):
+        a_bar, _ = scan_vjp(a, x, g)
+        return a_bar, lrnn.linear_scan(a, g, method="sequential")
+    assert "scanned forwards" in _hint("6.3", forwards)
+    assert "inverse" in _hint("6.4", lambda *args, **kw: 1 / fraction_of_floor(*args, **kw))
+
+
+def test_hints_chapter_7():
+    assert "q^(1/T)" in _hint("7.1", lambda T, q: 1 - (1 - q) / T)
+    from lrnn.check.ch07 import reference_fraction
+    assert "share that forgets" in _hint("7.2", lambda a, b, T, q: 1 - reference_fraction(a, b, T,
+                                                                                         q))
+    assert "complex" in _hint("7.3", lambda layer, H, N, heads=1: param_count(
+        layer, H, N, heads) - (2 * N * H if layer == "lru" else 0))
+    assert "ties count" in _hint("7.4", lambda a, b, hib=True: float(np.mean(
+        (np.asarray(a)[:, None] > np.asarray(b)[None, :]) if hib
+        else (np.asarray(a)[:, None] < np.asarray(b)[None, :]))))
