@@ -1,7 +1,6 @@
 """The exercise build (lrnn.exercises): exercises/ is generated from solutions/, nothing of the
 solutions leaks, the notebooks open like the chapters, and the grader gives full marks to every
 solution notebook and zero (for code) to every exercise notebook."""
-import copy
 import io
 import re
 import shutil

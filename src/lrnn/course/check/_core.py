@@ -14,7 +14,7 @@ import contextvars
 import dataclasses
 import os
 import zlib
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
