@@ -207,27 +207,41 @@ def test_a_crashing_check_fails():
 # ---------------------------------------------------------------------------------------------
 
 def bench_json(pallas_fwd, *, err):
-    rows = []
-    for shape in [(16, 16384, 256), (1, 65536, 64)]:
+    """A fake GPU run of ``lrnn.bench scan`` with a row for every target: the pallas rows take
+    ``pallas_fwd`` s against 1 s for the others, at ``err`` relative error."""
+    from lrnn.training import bench
+    fraction = 0.085 / pallas_fwd                     # 0.1 s -> 85% of copy, 0.9 s -> 9%
+    rows, tv_rows = [], []
+    for shape in sorted({tuple(s) for s in bench.BANDWIDTH_SHAPES} | {(1, 65536, 64)}):
         rows.append({"shape": list(shape), "label": "sequential", "method": "sequential", "fwd_s": 1.0,
                      "fwdbwd_s": 2.0, "max_abs_err_vs_first_row": 0.0})
-        rows.append({"shape": list(shape), "label": "pallas", "method": "pallas", "fwd_s": pallas_fwd,
-                     "fwdbwd_s": 2 * pallas_fwd, "fwd_copy_fraction": 0.8, "compile_fwd_s": 1.0,
-                     "compile_fwdbwd_s": 2.0, "max_abs_err_vs_first_row": err})
-        rows.append({"shape": list(shape), "label": "paper: associative_scan", "method": None, "fwd_s": 1.0,
-                     "fwdbwd_s": 2.0})
-    return {"device": {"platform": "gpu", "device_kind": "Fake GPU"}, "results": rows}
+        for label in ("pallas", "pallas kernel (re/im planes)"):
+            rows.append({"shape": list(shape), "label": label, "method": "pallas",
+                         "fwd_s": pallas_fwd, "fwdbwd_s": 2 * pallas_fwd, "fwd_copy_fraction": fraction,
+                         "compile_fwd_s": 1.0, "compile_fwdbwd_s": 2.0, "err_vs_sequential": err,
+                         "max_abs_err_vs_first_row": err})
+        rows.append({"shape": list(shape), "label": "paper: associative_scan", "method": None,
+                     "fwd_s": 1.0, "fwdbwd_s": 2.0})
+    for shape in bench.TV_SHAPES:
+        tv_rows.append({"shape": list(shape), "label": "pallas", "method": "pallas", "fwd_s": pallas_fwd})
+        tv_rows.append({"shape": list(shape), "label": bench.PEER_TRITON, "method": None, "fwd_s": 0.2})
+    checks = [{"shape": list(s), "fwd_s_picked_within_10pct": True} for s in bench.BANDWIDTH_SHAPES]
+    return {"device": {"platform": "gpu", "device_kind": "Fake GPU"}, "results": rows,
+            "tv_results": tv_rows, "checks": checks}
 
 
 def test_bench_targets_pass_miss_and_fail():
     fast = {r.name: r.status for r in doctor.bench_target_results(bench_json(0.1, err=1e-6), strict=False)}
     assert set(fast.values()) == {doctor.PASS}, fast
     slow = doctor.bench_target_results(bench_json(0.9, err=1e-6), strict=False)
-    assert {r.status for r in slow if "paper associative_scan" in r.name} == {doctor.MISS}
+    assert {r.status for r in slow if "lax.associative_scan" in r.name} == {doctor.MISS}
+    assert {r.status for r in slow if "of copy" in r.name or "accelerated-scan" in r.name} == {doctor.MISS}
     assert {r.status for r in doctor.bench_target_results(bench_json(0.9, err=1e-6), strict=True)
-            if "paper associative_scan" in r.name} == {doctor.FAIL}
+            if "lax.associative_scan" in r.name} == {doctor.FAIL}
     wrong = {r.name: r.status for r in doctor.bench_target_results(bench_json(0.1, err=1e-2), strict=False)}
     assert [s for n, s in wrong.items() if "matches sequential" in n] == [doctor.FAIL]
+    unmeasured = doctor.bench_target_results({"device": {"platform": "gpu"}, "results": []}, strict=True)
+    assert {r.status for r in unmeasured} == {doctor.SKIP}
 
 
 def test_no_gpu_benchmark_on_a_cpu(tmp_path):
