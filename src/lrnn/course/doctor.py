@@ -1065,6 +1065,14 @@ def _main_slowest(argv):
     return 0
 
 
+def is_generated_exercise(path) -> bool:
+    """Whether ``path`` is an exercise notebook that ``lrnn.exercises build`` generates (a
+    notebook in ``exercises/`` with a namesake in the sibling ``solutions/``)."""
+    path = Path(path).resolve()
+    return (path.parent.name == "exercises"
+            and (path.parent.parent / "solutions" / path.name).is_file())
+
+
 def _main_execute(argv):
     p = argparse.ArgumentParser(prog="python -m lrnn.doctor execute",
                                 description="Execute notebooks in place, top to bottom in a fresh "
@@ -1074,6 +1082,10 @@ def _main_execute(argv):
     args = p.parse_args(argv)
     status = 0
     for path in notebook_paths(args.paths):
+        if is_generated_exercise(path):
+            print(f"skip  {path}: generated from solutions/{Path(path).name} by "
+                  "`python -m lrnn.exercises build`, which it must match; not executed")
+            continue
         run = execute_notebook(path, cell_timeout=args.cell_timeout, in_place=True)
         times = cell_times(run.nb)
         total = notebook_seconds(times) or 0.0
