@@ -21,6 +21,11 @@ import dataclasses
 from .pallas_triton import Tiles
 
 
+#: every (kind, bucket) key a generation's ``tiles`` holds
+KEYS = tuple((k, b) for k in ("ti-real", "ti-complex", "tv-real", "tv-complex")
+             for b in ("wide", "narrow"))
+
+
 @dataclasses.dataclass(frozen=True)
 class Generation:
     name: str
@@ -41,8 +46,7 @@ GENERIC = Generation(
     target_lanes=16384,
     min_chunk=256,
     tiles={key: Tiles(block_n=32, unroll=8, warps=1, stages=1, prefetch=False)
-           for key in [(k, b) for k in ("ti-real", "ti-complex", "tv-real", "tv-complex")
-                       for b in ("wide", "narrow")]},
+           for key in KEYS},
 )
 
 TABLE: dict[str, Generation] = {
@@ -57,8 +61,7 @@ TABLE: dict[str, Generation] = {
         target_lanes=8192,
         min_chunk=256,
         tiles={key: Tiles(block_n=32, unroll=16, warps=1, stages=1, prefetch=False)
-               for key in [(k, b) for k in ("ti-real", "ti-complex", "tv-real", "tv-complex")
-                           for b in ("wide", "narrow")]},
+               for key in KEYS},
         auto_real_min_lanes=8192,
         evidence=("on an H100 the unrolled single pass scanned float32 time-varying "
                   "(8, 4096, 1024) in 0.40 ms against 0.60 ms for 'associative' (probe and "

@@ -6,6 +6,13 @@ import numpy as np
 from ._core import alternative, call, crandn, expect, expect_close, exercise, randn, when
 
 
+def _scan_inputs(rng, shape, complex_):
+    """Decays ``a`` (|a| < 1) and inputs ``b`` of ``shape``, complex64 or float32."""
+    if complex_:
+        return crandn(rng, *shape) * np.float32(0.9), crandn(rng, *shape)
+    return rng.uniform(-1.0, 1.0, shape).astype(np.float32), randn(rng, *shape)
+
+
 def _naive_scan(a, b):
     """x_t = a_t x_{t-1} + b_t, x_{-1} = 0, along axis -2, float64/complex128 loops."""
     a = np.broadcast_to(a, b.shape)
@@ -48,12 +55,7 @@ def _(fn, rng):
     cases = [((5, 2), False), ((1, 3), False), ((2, 1), False), ((8, 3), True),
              ((13, 2), False), ((2, 16, 3), True), ((2, 3, 7, 2), False)]
     for shape, complex_ in cases:
-        if complex_:
-            a = crandn(rng, *shape) * np.float32(0.9)
-            b = crandn(rng, *shape)
-        else:
-            a = rng.uniform(-1.0, 1.0, shape).astype(np.float32)
-            b = randn(rng, *shape)
+        a, b = _scan_inputs(rng, shape, complex_)
         inputs = {"a": a, "b": b}
         got = call(fn, inputs)
         want = _naive_scan(a, b)
@@ -104,12 +106,7 @@ def _(fn, rng):
     cases = [((12, 2), 4, False), ((1, 3), 1, False), ((7, 2), 3, False), ((5, 1), 8, False),
              ((10, 3), 1, True), ((2, 13, 2), 4, True), ((2, 1, 9, 3), 2, False)]
     for shape, T, complex_ in cases:
-        if complex_:
-            a = crandn(rng, *shape) * np.float32(0.9)
-            b = crandn(rng, *shape)
-        else:
-            a = rng.uniform(-1.0, 1.0, shape).astype(np.float32)
-            b = randn(rng, *shape)
+        a, b = _scan_inputs(rng, shape, complex_)
         inputs = {"a": a, "b": b, "T": T}
         got = call(fn, inputs)
         X, G, h, L = _chunk_parts(a, b, T)
