@@ -12,6 +12,7 @@ import importlib
 import pathlib
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -25,7 +26,6 @@ RANKS = [
     ("lrnn.scan", 1),
     ("lrnn.orthogonal", 1),
     ("lrnn.layers", 2),
-    ("lrnn.rotlstm", 2),
     ("lrnn.model", 3),
     ("lrnn.training", 4),
     ("lrnn.course", 5),
@@ -108,10 +108,30 @@ OLD_TO_NEW = sorted(_aliases.OLD_NAMES.items())
 
 @pytest.mark.parametrize("old,new", OLD_TO_NEW)
 def test_old_module_names_are_the_new_modules(old, new):
-    assert importlib.import_module(old) is importlib.import_module(new)
-    assert getattr(lrnn, old.split(".")[1]) is importlib.import_module(new)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        assert importlib.import_module(old) is importlib.import_module(new)
+        assert getattr(lrnn, old.split(".")[1]) is importlib.import_module(new)
 
 
+@pytest.mark.parametrize("old", [*_aliases.OLD_NAMES, *_aliases.OLD_ATTRIBUTES])
+@pytest.mark.parametrize("how", ["import", "attribute"])
+def test_an_old_name_warns_once_naming_the_new_one(old, how):
+    """In a fresh process: the first use of an old name warns, pointing at the user's line."""
+    use = f"import {old}" if how == "import" else f"lrnn.{old.split('.')[1]}"
+    code = ("import warnings, lrnn\nwarnings.simplefilter('always')\n"
+            f"with warnings.catch_warnings(record=True) as w:\n    {use}\n    {use}\n"
+            "print([(str(x.message), x.category.__name__, x.filename) for x in w])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    found = eval(out.stdout)
+    assert len(found) == 1, found
+    message, category, filename = found[0]
+    assert category == "DeprecationWarning" and filename == "<string>", found[0]
+    assert message.startswith(f"{old} is deprecated: use lrnn."), message
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_old_public_names_resolve():
     import lrnn.check
     import lrnn.course.check
@@ -141,4 +161,5 @@ def test_python_dash_m_old_names(module):
     out = subprocess.run([sys.executable, "-W", "error", "-m", f"lrnn.{module}", "--help"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert f"python -m lrnn.{module}" in out.stdout
+    assert out.stdout.startswith("usage: "), out.stdout
+    assert out.stderr == f"python -m lrnn.{module} is deprecated: use `lrnn {module}`\n"

@@ -5,8 +5,10 @@ The library: ``scan`` (``linear_scan``, ``rotation_scan`` and their backends), `
 (skew exponential, block rotations, Householder reflections, compact WY), ``layers`` (``lru``,
 ``rotrnn``, ``ornn``, ``lstm``, ``gru``) and ``model`` (the deep model around any layer).
 Beside it, ``lrnn.training`` (data, training loop, experiments, benchmarks) and
-``lrnn.course`` (setup, widgets, self-checks, exercises, grader). Old names such as
-``lrnn.lru``, ``lrnn.check`` or ``python -m lrnn.train`` keep working (``lrnn._aliases``).
+``lrnn.course`` (setup, widgets, self-checks, exercises, grader). The commands: ``lrnn
+<command>`` or ``python -m lrnn <command>`` (``lrnn.cli``). Old names such as ``lrnn.lru``,
+``lrnn.check`` or ``python -m lrnn.train`` still work, with a deprecation notice
+(``lrnn._aliases``).
 """
 import importlib as _importlib
 
@@ -18,17 +20,16 @@ _aliases.install()
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("orthogonal", "layers", "model", "training", "course")
-_LAYERS = ("lru", "rotrnn", "ornn", "lstm", "gru")
-_OLD = tuple(name.removeprefix("lrnn.") for name in _aliases.OLD_NAMES if name.count(".") == 1)
+_SUBMODULES = ("orthogonal", "layers", "model", "training", "course", "cli")
 
 
 def __getattr__(name):
-    if name in _SUBMODULES or name in _OLD or name == "rotlstm":
+    if name in _SUBMODULES:
         return _importlib.import_module(f"{__name__}.{name}")
-    if name in _LAYERS:
-        return _importlib.import_module(f"{__name__}.layers.{name}")
+    old = _aliases.old_attribute(__name__, name)       # lrnn.lru and the like, with a warning
+    if old is not None:
+        return old
     raise AttributeError(f"module 'lrnn' has no attribute {name!r}")
 
 
-__all__ = ["linear_scan", "rotation_scan", "scan", *_SUBMODULES, *_LAYERS]
+__all__ = ["linear_scan", "rotation_scan", "scan", *_SUBMODULES]

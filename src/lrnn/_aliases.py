@@ -1,8 +1,12 @@
-"""Old module names that saved code, notebooks and ``python -m`` commands still use.
+"""Old module names that saved code, notebooks and ``python -m`` commands still use: the one
+alias mechanism of the package, and every use of an old name says so.
 
 ``import lrnn.lru`` gives the very module object ``lrnn.layers.lru`` (one copy, so a patch
-through either name is seen through both), ``lrnn.check.ch02`` is ``lrnn.course.check.ch02``,
-and ``python -m lrnn.train`` runs ``lrnn.training.train``.
+through either name is seen through both) with a ``DeprecationWarning``, ``lrnn.lru`` does the
+same through ``lrnn.__getattr__``, ``lrnn.check.ch02`` is ``lrnn.course.check.ch02``, and
+``python -m lrnn.train`` runs ``lrnn train`` after a one-line notice on stderr.
+``lrnn.rotlstm``, the old home of both gated cells, is a module of its own made of names of
+``lrnn.layers.lstm`` and ``lrnn.layers.gru`` (``OLD_ATTRIBUTES``).
 """
 from __future__ import annotations
 
@@ -10,12 +14,17 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import sys
+import types
+import warnings
 
 OLD_NAMES = {
     "lrnn.lru": "lrnn.layers.lru",
     "lrnn.rotrnn": "lrnn.layers.rotrnn",
     "lrnn.ornn": "lrnn.layers.ornn",
+    "lrnn.lstm": "lrnn.layers.lstm",
+    "lrnn.gru": "lrnn.layers.gru",
     "lrnn.scan_pallas": "lrnn.scan.pallas",
     "lrnn.data": "lrnn.training.data",
     "lrnn.train": "lrnn.training.train",
@@ -29,42 +38,128 @@ OLD_NAMES = {
     "lrnn.doctor": "lrnn.course.doctor",
 }
 
+#: Old modules that are no single new module: old attribute -> (new module, its name there).
+OLD_ATTRIBUTES = {
+    "lrnn.rotlstm": {
+        "init": ("lrnn.layers.lstm", "init"),
+        "cell": ("lrnn.layers.lstm", "cell"),
+        "apply": ("lrnn.layers.lstm", "apply"),
+        "LSTM_GATES": ("lrnn.layers.lstm", "LSTM_GATES"),
+        "angles": ("lrnn.layers.lstm", "angles"),
+        "gru_init": ("lrnn.layers.gru", "init"),
+        "gru_cell": ("lrnn.layers.gru", "cell"),
+        "gru_apply": ("lrnn.layers.gru", "apply"),
+        "GRU_GATES": ("lrnn.layers.gru", "GRU_GATES"),
+    },
+}
+
+#: ``python -m OLD`` -> the subcommand of ``lrnn`` that replaces it.
+OLD_COMMANDS = {"lrnn.train": "train", "lrnn.experiments": "experiments", "lrnn.bench": "bench",
+                "lrnn.grade": "grade", "lrnn.doctor": "doctor", "lrnn.exercises": "exercises"}
+
 
 def new_name(fullname: str) -> str | None:
-    """The current name of ``fullname`` (a submodule of an old package included), or None."""
+    """The current name of ``fullname`` (a submodule of an old package included), or None.
+    ``lrnn.rotlstm`` answers ``lrnn.layers.lstm``, where most of it went."""
+    if fullname in OLD_ATTRIBUTES:
+        return next(iter(OLD_ATTRIBUTES[fullname].values()))[0]
     for old, new in OLD_NAMES.items():
         if fullname == old or fullname.startswith(old + "."):
             return new + fullname[len(old):]
     return None
 
 
+def is_old_name(fullname: str) -> bool:
+    return fullname in OLD_ATTRIBUTES or new_name(fullname) is not None
+
+
+_IMPORTLIB = os.path.dirname(importlib.__file__)
+
+
+def _caller_stacklevel() -> int:
+    """The stacklevel of the first frame outside the import machinery, this module and the
+    ``lrnn`` package's ``__getattr__``: the warning points at the line that used the old name.
+    ``warnings.warn`` does not count the import system's frames, so neither does this."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None:
+        name = frame.f_code.co_filename
+        internal = "importlib" in name and "_bootstrap" in name
+        if not (internal or name == __file__ or name.startswith(_IMPORTLIB)
+                or frame.f_globals.get("__name__") == "lrnn"):
+            return level
+        frame, level = frame.f_back, level + (not internal)
+    return 1
+
+
+def notice(old: str) -> str:
+    """The one line said when ``old`` is used."""
+    if old in OLD_ATTRIBUTES:
+        homes = sorted({module for module, _ in OLD_ATTRIBUTES[old].values()})
+        return f"{old} is deprecated: use {' and '.join(homes)}"
+    return f"{old} is deprecated: use {new_name(old)}"
+
+
+def warn(old: str) -> None:
+    warnings.warn(notice(old), DeprecationWarning, stacklevel=_caller_stacklevel())
+
+
+def _composite(fullname: str) -> types.ModuleType:
+    module = types.ModuleType(fullname, f"Deprecated: {notice(fullname)}.")
+    for attr, (home, name) in OLD_ATTRIBUTES[fullname].items():
+        setattr(module, attr, getattr(importlib.import_module(home), name))
+    module.__all__ = list(OLD_ATTRIBUTES[fullname])
+    return module
+
+
 class _AliasLoader(importlib.abc.Loader):
-    def __init__(self, target: str):
-        self.target = target
+    def __init__(self, old: str, target: str):
+        self.old, self.target = old, target
         self._spec = None
 
     def create_module(self, spec):
+        if self.old in OLD_NAMES or self.old in OLD_ATTRIBUTES:  # once, not per submodule
+            warn(self.old)
+        if self.old in OLD_ATTRIBUTES:
+            return _composite(self.old)
         module = importlib.import_module(self.target)
         self._spec = module.__spec__
         return module
 
     def exec_module(self, module):
-        module.__spec__ = self._spec      # the import machinery set the alias's spec; undo it
+        if self._spec is not None:
+            module.__spec__ = self._spec  # the import machinery set the alias's spec; undo it
 
     def get_code(self, fullname):
-        """For ``python -m OLD.NAME``: run the module under its current name as ``__main__``."""
-        source = (f"import runpy\nrunpy.run_module({self.target!r}, run_name='__main__', "
-                  "alter_sys=True)\n")
+        """For ``python -m OLD.NAME``: one line on stderr, then the module under its current
+        name as ``__main__`` (a command keeps its arguments)."""
+        command = OLD_COMMANDS.get(fullname)
+        now = f"lrnn {command}" if command else f"python -m {self.target}"
+        line = f"python -m {fullname} is deprecated: use `{now}`"
+        source = (f"import runpy, sys\nprint({line!r}, file=sys.stderr)\n"
+                  f"runpy.run_module({self.target!r}, run_name='__main__', alter_sys=True)\n")
         return compile(source, f"<{fullname}: now {self.target}>", "exec")
 
 
 class _AliasFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
-        new = new_name(fullname)
-        if new is None:
+        if not fullname.startswith("lrnn.") or not is_old_name(fullname):
             return None
-        is_package = importlib.util.find_spec(new).submodule_search_locations is not None
-        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(new), is_package=is_package)
+        new = new_name(fullname)
+        if fullname in OLD_ATTRIBUTES:
+            is_package = False
+        else:
+            is_package = importlib.util.find_spec(new).submodule_search_locations is not None
+        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(fullname, new),
+                                              is_package=is_package)
+
+
+def old_attribute(package: str, name: str):
+    """``lrnn.lru`` and the like, for the package's ``__getattr__``: the old module, imported
+    through the finder (so with its warning), or None if ``package.name`` is no old name."""
+    fullname = f"{package}.{name}"
+    if not is_old_name(fullname):
+        return None
+    return importlib.import_module(fullname)
 
 
 def install() -> None:
