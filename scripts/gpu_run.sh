@@ -11,16 +11,16 @@ cd "$(dirname "$0")/.."
 status=0
 run() { echo "+ $*"; "$@" || status=1; }
 
-run python -m lrnn.bench scan --device gpu --repeats 20 \
+run python -m lrnn bench scan --device gpu --repeats 20 \
     --out book/data/bench_scan_gpu.json --targets-md book/data/scan_targets_gpu.md
-run python -m lrnn.bench layer --device gpu --construction --out book/data/bench_layer_gpu.json
-run python -m lrnn.bench targets --scan book/data/bench_scan_gpu.json \
+run python -m lrnn bench layer --device gpu --construction --out book/data/bench_layer_gpu.json
+run python -m lrnn bench targets --scan book/data/bench_scan_gpu.json \
     --layer book/data/bench_layer_gpu.json --out book/data/targets_gpu.md
 # library vs float64, every solution graded, every notebook timed, the scan targets
-run python -m lrnn.doctor --out-dir book/data
+run python -m lrnn doctor --out-dir book/data
 if [ "${1:-}" != "--no-train" ]; then
   # resumable: run again in a later session to finish what a time limit cut short
-  run python -m lrnn.experiments run gpu-targets --out book/data/results --checkpoint-dir .gpu/checkpoints
-  run python -m lrnn.experiments targets
+  run python -m lrnn experiments run gpu-targets --out book/data/results --checkpoint-dir .gpu/checkpoints
+  run python -m lrnn experiments targets
 fi
 exit "$status"

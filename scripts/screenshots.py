@@ -11,7 +11,7 @@ rendered DOM (after JavaScript ran):
   MathJax error;
 * figures present: every `<img>` of the site loaded (naturalWidth > 0); external images (the
   Colab badge) are counted but not checked, as the check may run offline;
-* explorable figures respond: each `lrnn.widgets` slider is moved once by the page itself
+* explorable figures respond: each `lrnn.course.widgets` slider is moved once by the page itself
   (`?lrnn-selftest` in the URL) and must switch its image;
 * no traceback or error output in the text, except in cells tagged `raises-exception` (an
   exercise stub that is meant to raise until the student fills it in), which are counted.

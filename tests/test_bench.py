@@ -1,4 +1,4 @@
-"""Smoke tests of ``python -m lrnn.bench``: tiny configurations, checking the JSON it writes.
+"""Smoke tests of ``python -m lrnn bench``: tiny configurations, checking the JSON it writes.
 (Speed and memory goals are judged on the stored benchmark results, not here.)"""
 import json
 
@@ -7,7 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lrnn import bench, scan
+from lrnn.training import bench
+from lrnn import scan
 
 ROW_KEYS = {"shape", "dtype", "label", "method", "compile_fwd_s", "fwd_s", "fwd_median_s",
             "elements_per_s", "fwd_GBps", "fwd_copy_fraction", "memory_fwd", "compile_fwdbwd_s",
@@ -23,7 +24,7 @@ def test_scan_benchmark_writes_its_json(tmp_path):
                 "--repeats", "1", "--copy-bytes", "65536", "--out", str(out),
                 "--targets-md", str(md)])
     data = json.loads(out.read_text())
-    assert data["benchmark"] == "scan" and data["command"].startswith("python -m lrnn.bench scan")
+    assert data["benchmark"] == "scan" and data["command"].startswith("python -m lrnn bench scan")
     assert data["device"]["platform"] == "cpu" and data["date_utc"] and data["device"]["jax"]
     assert "commit" in data
     assert data["copy_bandwidth_GBps"] == data["copy"]["GBps"] > 0
@@ -159,7 +160,7 @@ def test_gpu_targets_are_not_measured_by_cpu_results_or_other_sizes():
 
 def test_targets_cli_reads_stored_json_and_names_the_source(tmp_path, capsys):
     path = tmp_path / "scan.json"
-    path.write_text(json.dumps(dict(_gpu_scan(), command="python -m lrnn.bench scan",
+    path.write_text(json.dumps(dict(_gpu_scan(), command="python -m lrnn bench scan",
                                     date_utc="2026-11-23T00:00:00")))
     out = tmp_path / "t.md"
     targets = bench.main(["targets", "--scan", str(path), "--out", str(out)])

@@ -1,9 +1,9 @@
-"""``python -m lrnn.doctor``: does the course work on this machine?
+"""``python -m lrnn doctor``: does the course work on this machine?
 
-    python -m lrnn.doctor                      # full: what an instructor runs after Colab changes
-    python -m lrnn.doctor --quick              # CPU-sized subset, for CI (about a minute)
-    python -m lrnn.doctor slowest [PATHS...]   # the slowest recorded cells of every notebook
-    python -m lrnn.doctor execute PATHS...     # execute notebooks in place, keeping cell times
+    python -m lrnn doctor                      # full: what an instructor runs after Colab changes
+    python -m lrnn doctor --quick              # CPU-sized subset, for CI (about a minute)
+    python -m lrnn doctor slowest [PATHS...]   # the slowest recorded cells of every notebook
+    python -m lrnn doctor execute PATHS...     # execute notebooks in place, keeping cell times
 
 The check runs, in order, and prints one line per result:
 
@@ -13,12 +13,12 @@ The check runs, in order, and prints one line per result:
 2. **library**: the scan methods, ``rotation_scan``, ``skew_expm``, ``householder_product``, the
    LRU and RotRNN layers, each against a float64 NumPy transcription of its equation, under the
    course precision policy (``lrnn.course.precision``);
-3. **grading**: ``python -m lrnn.grade`` on the solution notebooks, which must get full marks;
+3. **grading**: ``python -m lrnn grade`` on the solution notebooks, which must get full marks;
 4. **notebooks**: every chapter, solution and exercise notebook executed in a fresh kernel, its
    time and slowest cells held against the budgets (:data:`BUDGETS`), errors and warnings in
    its outputs reported;
-5. **GPU benchmark** (on a GPU): the cost of one sequential scan step (what ``lrnn.setup.size``
-   assumes), ``python -m lrnn.bench scan --device gpu`` and ``python -m lrnn.bench targets``.
+5. **GPU benchmark** (on a GPU): the cost of one sequential scan step (what ``lrnn.course.setup.size``
+   assumes), ``python -m lrnn bench scan --device gpu`` and ``python -m lrnn bench targets``.
    A missed speed target is reported as MISS (it measures the kernel, not whether the course
    works here) and fails the run only with ``--strict``; a missed accuracy target fails.
 
@@ -70,7 +70,7 @@ class Budget:
 BUDGETS = {"cpu": Budget("CPU (2 cores)", 180.0, 60.0), "gpu": Budget("Colab T4", 120.0, 60.0)}
 
 #: Folders of notebooks, relative to the repository root. ``exercises/`` is generated from
-#: ``solutions/`` by ``python -m lrnn.exercises build``, which drops execution metadata, so its
+#: ``solutions/`` by ``python -m lrnn exercises build``, which drops execution metadata, so its
 #: committed notebooks hold no cell times; the doctor still executes and times them.
 NOTEBOOK_DIRS = ("book", "solutions", "exercises")
 BUDGETED_DIRS = ("book", "solutions")
@@ -160,7 +160,7 @@ def budget_problems(name: str, nb, budget: Budget = BUDGETS["cpu"], *,
             more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
             problems.append(
                 f"{name}: {len(missing)} code cells have no recorded time ({cells}{more}): "
-                f"re-execute it with `python -m lrnn.doctor execute {name}` (nbclient records "
+                f"re-execute it with `python -m lrnn doctor execute {name}` (nbclient records "
                 f"cell times in metadata.execution)")
     for t in times:
         if t.seconds > budget.cell_s:
@@ -192,7 +192,7 @@ def notebook_paths(paths=None, repo: Path | None = None, dirs=NOTEBOOK_DIRS) -> 
 
 
 def slowest_report(paths, *, top: int = 15, budget: Budget = BUDGETS["cpu"]) -> str:
-    """The text of ``python -m lrnn.doctor slowest``: per notebook its recorded time and three
+    """The text of ``python -m lrnn doctor slowest``: per notebook its recorded time and three
     slowest cells, then the ``top`` slowest cells overall; over-budget entries are marked."""
     import nbformat
     rows, cells = [], []
@@ -266,7 +266,7 @@ def _excerpt(text, at, width=160):
 
 
 def setup_cells(nb) -> list[int]:
-    """Indices of the cells that call ``lrnn.setup.environment``."""
+    """Indices of the cells that call ``lrnn.course.setup.environment``."""
     return [i for i, _, c in _code_cells(nb) if "setup.environment(" in c.source]
 
 
@@ -609,7 +609,7 @@ def check_householder(householder_product=None):
 def check_lru(apply=None):
     import jax
     import jax.numpy as jnp
-    from lrnn import lru
+    from lrnn.layers import lru
     apply = apply or lru.apply
     H, N, L = 4, 16, 300
     p = {k: np.asarray(v, np.float64) for k, v in
@@ -632,7 +632,7 @@ def check_rotrnn(apply=None):
     import jax
     import jax.numpy as jnp
     import scipy.linalg
-    from lrnn import rotrnn
+    from lrnn.layers import rotrnn
     apply = apply or rotrnn.apply
     K, heads, n, L = 4, 2, 4, 200
     p = {k: np.asarray(v, np.float64) for k, v in
@@ -703,10 +703,10 @@ def _subprocess_env():
 
 
 def grade_solutions(repo: Path, notebooks: list[Path], workdir: Path, *, timeout: float) -> list[Result]:
-    """``python -m lrnn.grade NOTEBOOKS --out gradebook.csv``: every solution must get full
+    """``python -m lrnn grade NOTEBOOKS --out gradebook.csv``: every solution must get full
     marks."""
     out = workdir / "gradebook.csv"
-    cmd = [sys.executable, "-m", "lrnn.grade", *map(str, notebooks), "--out", str(out),
+    cmd = [sys.executable, "-m", "lrnn", "grade", *map(str, notebooks), "--out", str(out),
            "--feedback-dir", str(workdir / "feedback"), "--solutions", str(repo / "solutions"),
            "--workers", "1" if len(notebooks) == 1 else "2"]
     start = time.perf_counter()
@@ -714,12 +714,12 @@ def grade_solutions(repo: Path, notebooks: list[Path], workdir: Path, *, timeout
         proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=timeout,
                               env=_subprocess_env())
     except subprocess.TimeoutExpired:
-        return [Result("grading", "python -m lrnn.grade", FAIL, f"did not finish in {timeout:.0f} s",
+        return [Result("grading", "python -m lrnn grade", FAIL, f"did not finish in {timeout:.0f} s",
                        time.perf_counter() - start)]
     seconds = time.perf_counter() - start
     if proc.returncode != 0 or not out.exists():
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        return [Result("grading", "python -m lrnn.grade", FAIL,
+        return [Result("grading", "python -m lrnn grade", FAIL,
                        f"exit code {proc.returncode}: {' | '.join(tail)[:400]}", seconds)]
     with open(out, newline="", encoding="utf-8") as f:
         rows = {str(Path(r.get("submission", "")).resolve()): r for r in csv.DictReader(f)}
@@ -803,7 +803,7 @@ BENCH_ARGS = ["--shapes", "16x16384x256,1x65536x64,32x1024x512",
 
 def sequential_step_seconds(length: int = 4096, channels: int = 256, repeats: int = 5) -> float:
     """Seconds per time step of ``linear_scan(method="sequential")`` at ``(1, length, channels)``
-    complex64, best of ``repeats`` after a warm-up (what ``lrnn.setup.size`` assumes)."""
+    complex64, best of ``repeats`` after a warm-up (what ``lrnn.course.setup.size`` assumes)."""
     import jax
     import jax.numpy as jnp
     import lrnn
@@ -820,7 +820,7 @@ def sequential_step_seconds(length: int = 4096, channels: int = 256, repeats: in
 
 
 def bench_target_results(scan: dict, *, strict: bool) -> list[Result]:
-    """Results for ``lrnn.bench``'s GPU targets evaluated on ``scan`` (its JSON). Speed targets
+    """Results for ``lrnn.training.bench``'s GPU targets evaluated on ``scan`` (its JSON). Speed targets
     missed are MISS (FAIL with ``strict``); an accuracy target missed is FAIL."""
     from ..training import bench
     results = []
@@ -846,35 +846,35 @@ def gpu_results(repo: Path | None, workdir: Path, *, strict: bool, bench_args=No
     step = sequential_step_seconds()
     assumed = setup.gpu_profile().sequential_step_s
     results.append(Result("gpu benchmark", "sequential scan: seconds per step", INFO if step <= assumed else WARN,
-                          f"{step * 1e6:.1f} µs per step at (1, 4096, 256) complex64; lrnn.setup.size "
+                          f"{step * 1e6:.1f} µs per step at (1, 4096, 256) complex64; lrnn.course.setup.size "
                           f"assumes {assumed * 1e6:.0f} µs" + ("" if step <= assumed else
                                                                ": its GPU sizes are optimistic here"),
                           data={"measured_s": step, "assumed_s": assumed}))
     out = workdir / "bench_scan_gpu.json"
-    cmd = [sys.executable, "-m", "lrnn.bench", "scan", "--device", "gpu", "--out", str(out),
+    cmd = [sys.executable, "-m", "lrnn", "bench", "scan", "--device", "gpu", "--out", str(out),
            *(bench_args if bench_args is not None else BENCH_ARGS)]
     start = time.perf_counter()
     try:
         proc = subprocess.run(cmd, cwd=repo or os.getcwd(), capture_output=True, text=True,
                               timeout=timeout, env=_subprocess_env())
     except subprocess.TimeoutExpired:
-        return results + [Result("gpu benchmark", "python -m lrnn.bench scan", FAIL,
+        return results + [Result("gpu benchmark", "python -m lrnn bench scan", FAIL,
                                  f"did not finish in {timeout:.0f} s")]
     seconds = time.perf_counter() - start
     if proc.returncode != 0 or not out.exists():
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        return results + [Result("gpu benchmark", "python -m lrnn.bench scan", FAIL,
+        return results + [Result("gpu benchmark", "python -m lrnn bench scan", FAIL,
                                  f"exit code {proc.returncode}: {' | '.join(tail)[:400]}", seconds)]
     scan = json.loads(out.read_text())
-    results.append(Result("gpu benchmark", "python -m lrnn.bench scan", PASS,
+    results.append(Result("gpu benchmark", "python -m lrnn bench scan", PASS,
                           f"{len(scan.get('results', []))} rows in {seconds:.0f} s; copy bandwidth "
                           f"{scan.get('copy_bandwidth_GBps', float('nan')):.0f} GB/s "
-                          f"(lrnn.setup assumes {setup.gpu_profile().bandwidth_gbs:,.0f} GB/s)",
+                          f"(lrnn.course.setup assumes {setup.gpu_profile().bandwidth_gbs:,.0f} GB/s)",
                           seconds, {"command": " ".join(cmd[1:]), "json": str(out)}))
-    targets = subprocess.run([sys.executable, "-m", "lrnn.bench", "targets", "--scan", str(out)],
+    targets = subprocess.run([sys.executable, "-m", "lrnn", "bench", "targets", "--scan", str(out)],
                              cwd=repo or os.getcwd(), capture_output=True, text=True, timeout=300,
                              env=_subprocess_env())
-    results.append(Result("gpu benchmark", "python -m lrnn.bench targets",
+    results.append(Result("gpu benchmark", "python -m lrnn bench targets",
                           PASS if targets.returncode == 0 else FAIL,
                           "table below" if targets.returncode == 0 else targets.stderr[-300:],
                           data={"markdown": targets.stdout}))
@@ -947,7 +947,7 @@ def run_doctor(*, quick: bool = False, repo: Path | None = None, out_dir: Path |
         shutil.rmtree(workdir, ignore_errors=True)
     counts = {s: sum(r.status == s for r in results) for s in (PASS, FAIL, MISS, WARN, SKIP, INFO)}
     report = {
-        "doctor": "python -m lrnn.doctor" + (" --quick" if quick else "") + (" --strict" if strict else ""),
+        "doctor": "python -m lrnn doctor" + (" --quick" if quick else "") + (" --strict" if strict else ""),
         "mode": "quick" if quick else "full",
         "date": date,
         "seconds": round(time.perf_counter() - started, 1),
@@ -1017,9 +1017,9 @@ def markdown_report(report: dict) -> str:
             lines.append(f"| {c['seconds']:.1f} | {c['notebook']} | {c['cell']} | Cell {c['nbval_cell']} "
                          f"| `{src}` |")
     md = next((r["data"].get("markdown") for r in report["results"]
-               if r["name"] == "python -m lrnn.bench targets"), None)
+               if r["name"] == "python -m lrnn bench targets"), None)
     if md:
-        lines += ["", "## Scan benchmark targets (`python -m lrnn.bench targets`)", "", md.strip()]
+        lines += ["", "## Scan benchmark targets (`python -m lrnn bench targets`)", "", md.strip()]
     return "\n".join(lines) + "\n"
 
 
@@ -1028,7 +1028,7 @@ def markdown_report(report: dict) -> str:
 # ----------------------------------------------------------------------------------------
 
 def _main_check(argv):
-    p = argparse.ArgumentParser(prog="python -m lrnn.doctor",
+    p = argparse.ArgumentParser(prog="lrnn doctor",
                                 description="Check that the course works on this machine "
                                             "(subcommands: slowest, execute; see --help of each).")
     p.add_argument("--quick", action="store_true",
@@ -1049,7 +1049,7 @@ def _main_check(argv):
 
 
 def _main_slowest(argv):
-    p = argparse.ArgumentParser(prog="python -m lrnn.doctor slowest",
+    p = argparse.ArgumentParser(prog="lrnn doctor slowest",
                                 description="List the slowest recorded cells of every notebook "
                                             "(from the cell times nbclient stores in the notebooks).")
     p.add_argument("paths", nargs="*", help="notebooks or folders (default: book/ solutions/ "
@@ -1066,7 +1066,7 @@ def _main_slowest(argv):
 
 
 def is_generated_exercise(path) -> bool:
-    """Whether ``path`` is an exercise notebook that ``lrnn.exercises build`` generates (a
+    """Whether ``path`` is an exercise notebook that ``lrnn exercises build`` generates (a
     notebook in ``exercises/`` with a namesake in the sibling ``solutions/``)."""
     path = Path(path).resolve()
     return (path.parent.name == "exercises"
@@ -1074,7 +1074,7 @@ def is_generated_exercise(path) -> bool:
 
 
 def _main_execute(argv):
-    p = argparse.ArgumentParser(prog="python -m lrnn.doctor execute",
+    p = argparse.ArgumentParser(prog="lrnn doctor execute",
                                 description="Execute notebooks in place, top to bottom in a fresh "
                                             "kernel each, keeping nbclient's per-cell times.")
     p.add_argument("paths", nargs="+", help="notebooks or folders")
@@ -1084,7 +1084,7 @@ def _main_execute(argv):
     for path in notebook_paths(args.paths):
         if is_generated_exercise(path):
             print(f"skip  {path}: generated from solutions/{Path(path).name} by "
-                  "`python -m lrnn.exercises build`, which it must match; not executed")
+                  "`python -m lrnn exercises build`, which it must match; not executed")
             continue
         run = execute_notebook(path, cell_timeout=args.cell_timeout, in_place=True)
         times = cell_times(run.nb)

@@ -5,12 +5,12 @@ every float32 matrix product run on tensor cores in TF32: the operands keep 10 m
 instead of 23, a relative error near 1e-3 per product. Which products really go to tensor cores
 depends on their sizes, the GPU and the XLA version, so the course designs for the worst case:
 
-* **Checks and grading** (``lrnn.check.check``, the hidden tests, the grader) run the student's
+* **Checks and grading** (``lrnn.course.check.check``, the hidden tests, the grader) run the student's
   function and the reference under :func:`exact_matmuls` (``jax.default_matmul_precision
   ("float32")``), so a verdict is the same on a CPU, a T4 and a TF32 GPU.
-* **The chapters** run their demonstrations under the same setting, which ``lrnn.setup``
+* **The chapters** run their demonstrations under the same setting, which ``lrnn.course.setup``
   switches on (:func:`use_course_policy`).
-* **Training** (chapter 7, ``lrnn.train``) keeps JAX's fast default: TF32 rounding is far below
+* **Training** (chapter 7, ``lrnn.training.train``) keeps JAX's fast default: TF32 rounding is far below
   the noise of stochastic gradients.
 
 :func:`emulate_tf32` rounds the operands of every float32/complex64 ``dot_general`` whose
@@ -45,7 +45,7 @@ def exact_matmuls():
 
 
 def use_course_policy() -> None:
-    """Make full float32 products the process-wide default (what ``lrnn.setup`` does)."""
+    """Make full float32 products the process-wide default (what ``lrnn.course.setup`` does)."""
     jax.config.update("jax_default_matmul_precision", POLICY)
 
 

@@ -1,7 +1,7 @@
 """The tuning table of the Pallas scan: tiles and chunking per GPU generation and shape bucket.
 
 Filled from measurements (``TUNING.md`` beside this file holds the runs, the predictions and the
-outcomes; ``python -m lrnn.bench plans --device gpu`` is the sweep that refines it). Nothing is
+outcomes; ``python -m lrnn bench plans --device gpu`` is the sweep that refines it). Nothing is
 tuned at call time: ``lookup`` is a dictionary read. A GPU whose compute capability is not in the
 table gets ``GENERIC``, a conservative choice (a shorter unroll, fewer registers), and
 ``method="auto"`` does not pick the kernel there.

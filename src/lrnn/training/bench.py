@@ -1,9 +1,9 @@
-"""Benchmarks: ``python -m lrnn.bench scan``, ``layer``, ``targets`` and ``plans``.
+"""Benchmarks: ``python -m lrnn bench scan``, ``layer``, ``targets`` and ``plans``.
 
-    python -m lrnn.bench scan    [--device cpu|gpu] [--out FILE.json] [--targets-md FILE.md]
-    python -m lrnn.bench layer   [--device cpu|gpu] [--out FILE.json] [--d-model 256] ...
-    python -m lrnn.bench targets [--scan FILE.json] [--layer FILE.json] [--out FILE.md]
-    python -m lrnn.bench plans   --device gpu [--out FILE.json]     (the kernel's tuning sweep)
+    python -m lrnn bench scan    [--device cpu|gpu] [--out FILE.json] [--targets-md FILE.md]
+    python -m lrnn bench layer   [--device cpu|gpu] [--out FILE.json] [--d-model 256] ...
+    python -m lrnn bench targets [--scan FILE.json] [--layer FILE.json] [--out FILE.md]
+    python -m lrnn bench plans   --device gpu [--out FILE.json]     (the kernel's tuning sweep)
 
 ``scan`` times every ``linear_scan`` method and the papers' code on complex64 inputs
 ``(B, L, N)`` with a time-invariant λ (the LRU/RotRNN case):
@@ -481,7 +481,7 @@ def _on_gpu(results) -> bool:
 
 
 def scan_targets(scan=None):
-    """The scan targets, from ``python -m lrnn.bench scan`` JSON (``None``: not measured)."""
+    """The scan targets, from ``python -m lrnn bench scan`` JSON (``None``: not measured)."""
     rows = scan.get("results", []) if _on_gpu(scan) else []
     tv_rows = scan.get("tv_results", []) if _on_gpu(scan) else []
 
@@ -533,7 +533,7 @@ def scan_targets(scan=None):
 
 
 def layer_targets(layer=None):
-    """The layer targets, from ``python -m lrnn.bench layer`` JSON (the issue's sizes only)."""
+    """The layer targets, from ``python -m lrnn bench layer`` JSON (the issue's sizes only)."""
     speed = {}
     if _on_gpu(layer) and all(r["d_model"] == 256 and r["d_state"] == 256 and r["batch"] == 32
                               and r["length"] == 4096 for r in layer["results"]):
@@ -547,8 +547,8 @@ def gpu_targets(scan=None, layer=None):
     """The GPU issue's targets evaluated on stored benchmark results.
 
     Args:
-      scan: the JSON dict written by ``python -m lrnn.bench scan`` (or ``None``).
-      layer: the JSON dict written by ``python -m lrnn.bench layer`` (or ``None``).
+      scan: the JSON dict written by ``python -m lrnn bench scan`` (or ``None``).
+      layer: the JSON dict written by ``python -m lrnn bench layer`` (or ``None``).
 
     Returns:
       a list of dicts ``{"target", "shape", "measured", "threshold", "unit", "passed"}``;
@@ -721,7 +721,7 @@ def run_scan(args):
                                              copy_gbps=copy_gbps, peers=peers)
     out = {
         "benchmark": "scan",
-        "command": "python -m lrnn.bench " + " ".join(args.argv),
+        "command": "python -m lrnn bench " + " ".join(args.argv),
         "commit": git_commit(),
         "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "device": device_info(device),
@@ -759,7 +759,7 @@ def run_scan(args):
         print(md)
     else:
         print(f"targets: the GPU issue's targets are not measured on {device.platform} "
-              "(python -m lrnn.bench targets prints them from a stored GPU run)")
+              "(python -m lrnn bench targets prints them from a stored GPU run)")
     _write(out, args.out)
     if args.targets_md:
         _write_text(md + "\n", args.targets_md)
@@ -829,7 +829,7 @@ def run_plans(args):
     start = time.perf_counter()
     log = open(args.out, "a") if args.out else None
     copy = copy_bandwidth(device, nbytes=args.copy_bytes, repeats=COPY_REPEATS)
-    head = {"benchmark": "plans", "command": "python -m lrnn.bench " + " ".join(args.argv),
+    head = {"benchmark": "plans", "command": "python -m lrnn bench " + " ".join(args.argv),
             "commit": git_commit(), "device": device_info(device), "copy": copy,
             "interpret": interpret}
     print(json.dumps(head), flush=True)
@@ -977,14 +977,14 @@ def _write_text(text, path):
 
 
 def parser():
-    p = argparse.ArgumentParser(prog="python -m lrnn.bench", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="lrnn bench", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
     s = sub.add_parser("scan", help="time and memory of every linear_scan method")
     s.add_argument("--device", choices=["cpu", "gpu"], default=None)
     s.add_argument("--out", default=None, help="write the results as JSON here")
     s.add_argument("--targets-md", default=None, help="write the targets table (Markdown) here")
     s.add_argument("--layer", default=None,
-                   help="`lrnn.bench layer` JSON to evaluate the layer targets with")
+                   help="`lrnn bench layer` JSON to evaluate the layer targets with")
     s.add_argument("--batch", type=int, default=8)
     s.add_argument("--n", type=int, default=256, help="channels N (complex64)")
     s.add_argument("--lengths", type=_int_list, default=[1024, 4096, 16384])
@@ -1016,10 +1016,10 @@ def parser():
     pp.set_defaults(run=run_plans)
     t = sub.add_parser("targets", help="the GPU issue's targets, evaluated on stored JSON results")
     t.add_argument("--scan", default=None,
-                   help="JSON written by `lrnn.bench scan --out` (default: "
+                   help="JSON written by `lrnn bench scan --out` (default: "
                         "book/data/bench_scan_gpu.json if present)")
     t.add_argument("--layer", default=None,
-                   help="JSON written by `lrnn.bench layer --out` (default: "
+                   help="JSON written by `lrnn bench layer --out` (default: "
                         "book/data/bench_layer_gpu.json if present)")
     t.add_argument("--out", default=None, help="also write the table (Markdown) here")
     t.set_defaults(run=run_targets)

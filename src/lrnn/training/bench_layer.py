@@ -1,4 +1,4 @@
-"""The layer benchmark behind ``python -m lrnn.bench layer``. Three parts, one JSON file:
+"""The layer benchmark behind ``python -m lrnn bench layer``. Three parts, one JSON file:
 
 * ``results``: forward+backward of an LRU and a RotRNN layer, ``lrnn``'s scan (``"auto"``)
   against the papers' ``lax.associative_scan`` (``--layers``; sizes ``--d-model``, ...).
@@ -86,7 +86,7 @@ def _comma_list(name, text, known, *, allow_all=True):
     bad = [t for t in items if t not in known]
     if bad or not items:
         extra = " (or all, none)" if allow_all else ""
-        raise SystemExit(f"python -m lrnn.bench layer: error: --{name}: got {text!r}, expected a "
+        raise SystemExit(f"lrnn bench layer: error: --{name}: got {text!r}, expected a "
                          f"comma-separated list of {list(known)}{extra}")
     return items
 
@@ -97,7 +97,7 @@ def _positive_ints(name, text):
     except ValueError:
         values = []
     if not values or min(values) < 1:
-        raise SystemExit(f"python -m lrnn.bench layer: error: --{name}: got {text!r}, expected "
+        raise SystemExit(f"lrnn bench layer: error: --{name}: got {text!r}, expected "
                          "a comma-separated list of positive integers")
     return values
 
@@ -107,7 +107,7 @@ def run_layer(args):
     for name in ("d_model", "d_state", "batch", "length", "heads", "repeats"):
         value = getattr(args, name)
         if value is not None and value < 1:
-            raise SystemExit(f"python -m lrnn.bench layer: error: --{name.replace('_', '-')}: "
+            raise SystemExit(f"lrnn bench layer: error: --{name.replace('_', '-')}: "
                              f"got {value}, expected a positive integer")
     scan_layers = _comma_list("layers", args.layers, SCAN_LAYERS)
     model_rows = _comma_list("models", args.models, MODEL_ROWS)
@@ -115,7 +115,7 @@ def run_layer(args):
     sweep_m = _positive_ints("sweep-reflections", args.sweep_reflections) if sweep_batches else []
     out = {
         "benchmark": "layer",
-        "command": "python -m lrnn.bench " + " ".join(args.argv),
+        "command": "python -m lrnn bench " + " ".join(args.argv),
         "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "device": device_info(device),
         "repeats": args.repeats,
