@@ -163,3 +163,148 @@ def test_python_dash_m_old_names(module):
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("usage: "), out.stdout
     assert out.stderr == f"python -m lrnn.{module} is deprecated: use `lrnn {module}`\n"
+
+
+# ----------------------------------------------------------------------------------------
+# No import cycle between modules, no reach into another package's private names
+# ----------------------------------------------------------------------------------------
+
+MODULES = {module_name(p): p for p in SRC.rglob("*.py")}
+
+
+def _is_ancestor(package: str, module: str) -> bool:
+    return module.startswith(package + ".")
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the ``lrnn`` modules it imports (also inside functions), the packages above
+    it left out (importing a submodule always runs its parents)."""
+    graph = {}
+    for name, path in MODULES.items():
+        edges = set()
+        for target in imported_modules(path, name):
+            target = _aliases.new_name(target) or target
+            while target and target not in MODULES:          # `from m import f`: the module m
+                target = target.rpartition(".")[0]
+            if target and target != name and not _is_ancestor(target, name):
+                edges.add(target)
+        graph[name] = edges
+    return graph
+
+
+def find_cycle(graph):
+    """One import cycle as a list of modules, or None (depth-first search)."""
+    state, stack = {}, []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def test_no_import_cycle_between_modules():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def _private_part(dotted: str) -> int | None:
+    """Index of the first private component (``_x``, not ``__x__``) of a dotted name."""
+    for i, part in enumerate(dotted.split(".")):
+        if part.startswith("_") and not part.endswith("__"):
+            return i
+    return None
+
+
+def private_reaches(path: pathlib.Path, name: str) -> list[str]:
+    """Private names of another package that ``path`` imports or reaches by attribute:
+    ``pkg._mod`` or ``pkg.mod._name`` is private to ``pkg`` and the packages under it."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bound, used = {}, []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                used.append(alias.name)
+                bound[alias.asname or alias.name.split(".")[0]] = alias.asname and alias.name \
+                    or alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            used.append(target)
+            for alias in node.names:
+                used.append(f"{target}.{alias.name}")
+                bound[alias.asname or alias.name] = f"{target}.{alias.name}"
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in bound):
+            used.append(f"{bound[node.value.id]}.{node.attr}")
+    found = []
+    for dotted in used:
+        i = _private_part(dotted)
+        if i is None:
+            continue
+        owner = ".".join(dotted.split(".")[:i])   # what the private name is in; if a module,
+        if owner and not _is_package(owner):      # its package: modules of a package share
+            owner = owner.rpartition(".")[0]
+        if owner and not (name == owner or _is_ancestor(owner, name)):
+            found.append(dotted)
+    return sorted(set(found))
+
+
+def _is_package(module: str) -> bool:
+    if module in MODULES:
+        return MODULES[module].name == "__init__.py"
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return False
+    return spec is not None and spec.submodule_search_locations is not None
+
+
+#: Private names reached on purpose, each with its reason.
+ALLOWED_PRIVATE = {
+    "sys._getframe": "the deprecation warning points at the caller's line (documented CPython)",
+    "os._exit": "documented: leave a forked kernel without running the parent's cleanup",
+    "_thread.interrupt_main": "documented: the harness interrupts a cell that overruns",
+    "_thread": "documented low-level module",
+}
+
+
+@pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
+def test_no_module_reaches_into_another_packages_private_names(path):
+    reaches = [r for r in private_reaches(path, module_name(path)) if r not in ALLOWED_PRIVATE]
+    assert not reaches, f"{module_name(path)} reaches private names: {reaches}"
+
+
+@pytest.mark.parametrize("line", ["from ..scan import _api", "from lrnn.scan._api import _scan",
+                                  "from .check._core import x", "from jax._src import config",
+                                  "import lrnn.scan._api as m", "from ..scan import _api as m\nm._scan"])
+def test_the_rule_catches_a_private_reach(tmp_path, line):
+    fake = tmp_path / "bench.py"
+    fake.write_text(line + "\n")
+    assert private_reaches(fake, "lrnn.course.bench")

@@ -6,8 +6,8 @@ The library: ``scan`` (``linear_scan``, ``rotation_scan`` and their backends), `
 ``rotrnn``, ``ornn``, ``lstm``, ``gru``) and ``model`` (the deep model around any layer).
 Beside it, ``lrnn.training`` (data, training loop, experiments, benchmarks) and
 ``lrnn.course`` (setup, widgets, self-checks, exercises, grader). The commands: ``lrnn
-<command>`` or ``python -m lrnn <command>`` (``lrnn.cli``). Old names such as ``lrnn.lru``,
-``lrnn.check`` or ``python -m lrnn.train`` still work, with a deprecation notice
+<command>`` or ``python -m lrnn <command>`` (``lrnn.cli``). The flat module names of earlier
+versions and their ``python -m`` commands still work, with a deprecation notice
 (``lrnn._aliases``).
 """
 import importlib as _importlib
@@ -26,7 +26,7 @@ _SUBMODULES = ("orthogonal", "layers", "model", "training", "course", "cli")
 def __getattr__(name):
     if name in _SUBMODULES:
         return _importlib.import_module(f"{__name__}.{name}")
-    old = _aliases.old_attribute(__name__, name)       # lrnn.lru and the like, with a warning
+    old = _aliases.old_attribute(__name__, name)       # a flat name of old, with a warning
     if old is not None:
         return old
     raise AttributeError(f"module 'lrnn' has no attribute {name!r}")
