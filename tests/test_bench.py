@@ -57,16 +57,33 @@ def test_scan_benchmark_writes_its_json(tmp_path):
 def test_papers_scan_context_is_the_papers_code_and_is_undone():
     lam = jnp.asarray([0.9 + 0.1j, -0.5j], jnp.complex64)
     b = jnp.asarray(np.random.default_rng(0).standard_normal((3, 7, 2)), jnp.complex64)
-    before = scan._api._scan
     with bench.papers_scan():
-        assert scan._api._scan is not before
         papers = str(jax.make_jaxpr(lambda b: scan.linear_scan(lam, b))(b))
         x = scan.linear_scan(lam, b)
-    assert scan._api._scan is before
     ours = str(jax.make_jaxpr(lambda b: scan.linear_scan(lam, b))(b))
     assert "custom_vjp_call" in ours
     assert "custom_vjp_call" not in papers                # plain autodiff, as in the papers
     np.testing.assert_allclose(x, scan.linear_scan(lam, b, method="sequential"), atol=1e-6)
+
+
+def test_scan_override_is_public_validated_and_undone():
+    b = jnp.ones((1, 3, 2))
+    seen = []
+
+    def fn(a, b, reverse):
+        seen.append((a.shape, b.shape, reverse))
+        return jnp.zeros_like(b)
+
+    with scan.override(fn):
+        assert float(jnp.abs(scan.linear_scan(jnp.asarray([0.5, 0.5]), b, reverse=True)).sum()) == 0
+        assert float(jnp.abs(scan.linear_scan(jnp.full((3, 1), 0.5), b)).sum()) == 0
+        with pytest.raises(ValueError, match="`b`"):          # inputs still checked first
+            scan.linear_scan(jnp.asarray([0.5]), jnp.ones(3))
+    assert seen == [((2,), (1, 3, 2), True), ((1, 3, 2), (1, 3, 2), False)]
+    assert float(scan.linear_scan(jnp.asarray([0.5, 0.5]), b)[0, -1, 0]) == 1.75
+    with pytest.raises(ValueError, match="`fn`: got 'sequential'"):
+        with scan.override("sequential"):
+            pass
 
 
 def test_layer_benchmark_smoke(tmp_path):

@@ -22,6 +22,9 @@ Backends (``method=``):
   testing) elsewhere.
 * ``"auto"``        — the fastest method that can run the call here (see ``describe``).
 
+``override(fn)`` (a context manager) makes ``linear_scan`` return ``fn(a, b, reverse)``
+instead, to time or study a model with another scan (the benchmarks use the papers' code).
+
 Every method is differentiated by the same custom VJP: the adjoint of a linear recurrence is
 the same recurrence run backwards, so the backward pass is one more scan and the memory kept
 for it is ``a`` and ``x``, O(L·N), instead of every level of the associative scan.
@@ -31,12 +34,12 @@ kernel, with ``pallas_triton`` and ``pallas_tuning``) are the backends; ``_api``
 the custom VJP, ``_choose`` what ``"auto"`` picks. Imports only ``jax`` and ``lrnn._validate``.
 """
 from . import associative, chunked, sequential
-from ._api import (METHODS, available_methods, complex_to_pairs, linear_scan, pairs_to_complex,
-                   rotation_scan)
+from ._api import (METHODS, available_methods, complex_to_pairs, linear_scan, override,
+                   pairs_to_complex, rotation_scan)
 from ._choose import choose_method, describe
 from .associative import binary_operator
 from .chunked import default_chunk_size
 
 __all__ = ["linear_scan", "rotation_scan", "choose_method", "describe", "binary_operator",
            "available_methods", "METHODS", "pairs_to_complex", "complex_to_pairs",
-           "default_chunk_size", "sequential", "associative", "chunked"]
+           "default_chunk_size", "override", "sequential", "associative", "chunked"]

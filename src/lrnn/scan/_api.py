@@ -3,6 +3,8 @@ shared by every backend (the adjoint of a linear recurrence is the same recurren
 backwards)."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 
 import jax
@@ -70,6 +72,28 @@ def _scan_bwd(reverse, method, residuals, g):
 
 
 _scan.defvjp(_scan_fwd, _scan_bwd)
+
+
+_OVERRIDE = contextvars.ContextVar("lrnn_scan_override", default=None)
+
+
+@contextlib.contextmanager
+def override(fn):
+    """Context manager: inside it, ``linear_scan`` (and so ``rotation_scan`` and every layer
+    built on them) checks its inputs as usual, then returns ``fn(a, b, reverse)`` instead of
+    running a backend under the custom VJP. ``a`` arrives as ``(N,)`` when time-invariant, else
+    broadcast to ``b``'s shape, both in the result's dtype; ``fn`` is differentiated by JAX.
+
+    For benchmarks and experiments that run a model with another scan (``lrnn bench layer``
+    times the layers with the papers' scan this way). It acts when a function is traced:
+    ``jax.jit`` a function inside the block for it to compile with ``fn``."""
+    if not callable(fn):
+        fail("fn", fn, "a function fn(a, b, reverse) -> x")
+    token = _OVERRIDE.set(fn)
+    try:
+        yield fn
+    finally:
+        _OVERRIDE.reset(token)
 
 
 def _require_bool(name, value):
@@ -162,6 +186,9 @@ def linear_scan(a, b, *, reverse: bool = False, method: str = "auto"):
         _require_pallas_runs(dtype)
     if not time_invariant:
         a = jnp.broadcast_to(a, b.shape)
+    replacement = _OVERRIDE.get()
+    if replacement is not None:
+        return replacement(a.astype(dtype), b.astype(dtype), reverse)
     x = _scan(a.astype(dtype), b.astype(dtype), reverse, method)
     return x
 

@@ -56,7 +56,12 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..scan import binary_operator, choose_method, linear_scan
+from ..scan import choose_method, linear_scan
+from ._bench_common import (block, compile_and_memory, device_info, on_gpu,  # noqa: F401
+                            paper_associative_scan, paper_lax_scan, pick_device, target_row,
+                            time_interleaved, write_json, write_text)
+from . import bench_layer
+from .bench_layer import LAYER_TARGET, layer_targets, papers_scan, run_layer  # noqa: F401
 
 #: complex64, time-invariant λ: the shapes of the GPU issue's bandwidth and speed-up targets.
 GPU_EXTRA_SHAPES = [(16, 16384, 256), (64, 4096, 256), (32, 1024, 512), (1, 65536, 64)]
@@ -64,30 +69,6 @@ GPU_EXTRA_SHAPES = [(16, 16384, 256), (64, 4096, 256), (32, 1024, 512), (1, 6553
 TV_SHAPES = [(8, 4096, 1024), (16, 16384, 256), (1, 65536, 1024)]
 COPY_BYTES = 1 << 30
 COPY_REPEATS = 20
-
-
-# ----------------------------------------------------------------------------------------
-# The papers' code, as written there (LRU appendix A: repeat λ, associative_scan, autodiff).
-# ----------------------------------------------------------------------------------------
-
-def paper_associative_scan(lam, bu, reverse=False):
-    """LRU appendix A lines 19–22, batched: λ repeated per step, differentiated by autodiff."""
-    lam_elements = jnp.broadcast_to(jnp.repeat(lam[None, :], bu.shape[-2], axis=0), bu.shape)
-    _, x = lax.associative_scan(binary_operator, (lam_elements, bu), reverse=reverse,
-                                axis=bu.ndim - 2)
-    return x
-
-
-def paper_lax_scan(lam, bu, reverse=False):
-    """A plain ``lax.scan`` over time, differentiated by autodiff (it stores every state)."""
-    def step(x, b_k):
-        x = lam * x + b_k
-        return x, x
-    _, x = lax.scan(step, jnp.zeros(bu.shape[:-2] + bu.shape[-1:], bu.dtype),
-                    jnp.moveaxis(bu, -2, 0), reverse=reverse)
-    return jnp.moveaxis(x, 0, -2)
-
-
 
 
 # ----------------------------------------------------------------------------------------
@@ -180,44 +161,6 @@ def scan_rows(platform_: str):
 # Measuring
 # ----------------------------------------------------------------------------------------
 
-def _block(tree):
-    for leaf in jax.tree_util.tree_leaves(tree):
-        leaf.block_until_ready()
-    return tree
-
-
-def compile_and_memory(fn, *args):
-    """Compile ``jax.jit(fn)`` for ``args``: returns (compiled, seconds, memory dict)."""
-    t0 = time.perf_counter()
-    compiled = jax.jit(fn).lower(*args).compile()
-    seconds = time.perf_counter() - t0
-    m = compiled.memory_analysis()
-    memory = None
-    if m is not None:
-        memory = {
-            "argument_bytes": int(m.argument_size_in_bytes),
-            "output_bytes": int(m.output_size_in_bytes),
-            "temp_bytes": int(m.temp_size_in_bytes),
-            "alias_bytes": int(m.alias_size_in_bytes),
-            "peak_bytes": int(m.argument_size_in_bytes + m.output_size_in_bytes
-                              + m.temp_size_in_bytes - m.alias_size_in_bytes),
-            "xla_peak_memory_bytes": int(getattr(m, "peak_memory_in_bytes", -1)),
-        }
-    return compiled, seconds, memory
-
-
-def time_call(compiled, *args, repeats: int):
-    """Best and median wall time of ``repeats`` calls after one warm-up call."""
-    _block(compiled(*args))
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        _block(compiled(*args))
-        times.append(time.perf_counter() - t0)
-    return min(times), statistics.median(times)
-
-
-
 def make_inputs(shape, device, seed=0):
     """λ on the LRU ring (|λ| in [0.9, 0.999]) and unit complex Gaussian inputs, complex64."""
     b_, length, n = shape
@@ -230,29 +173,12 @@ def make_inputs(shape, device, seed=0):
     return jax.device_put(lam, device), jax.device_put(bu, device)
 
 
-def time_interleaved(calls, *, repeats: int):
-    """Best and median wall time of each ``(compiled, args)`` in ``calls``, timed round-robin
-    (one call of each per round, after a warm-up round) so that a change in the machine's load
-    during the run hits every row alike."""
-    for compiled, args in calls:
-        _block(compiled(*args))
-    times = [[] for _ in calls]
-    for _ in range(repeats):
-        for i, (compiled, args) in enumerate(calls):
-            t0 = time.perf_counter()
-            _block(compiled(*args))
-            times[i].append(time.perf_counter() - t0)
-    return [(min(t), statistics.median(t)) for t in times]
-
-
-
-
 def _median_time(fn, *args, repeats: int):
-    _block(fn(*args))
+    block(fn(*args))
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        _block(fn(*args))
+        block(fn(*args))
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
@@ -463,27 +389,16 @@ SCAN_TARGETS = (
     + [("forward ≥ 4× lax.associative_scan", (1, 65536, 64), "paper", 4.0)]
 )
 FWDBWD_TARGET = 2.5          # forward + backward at most 2.5× the forward (pallas rows)
-LAYER_TARGET = 1.5           # layer fwd+bwd: auto at least 1.5× the papers' associative scan
 COMPILE_TARGET_S = 5.0       # every compile of the pallas rows
 #: max |x_pallas - x_sequential| / max |x_sequential| at L = 65 536: float32 accuracy.
 ACCURACY_TARGET = 2e-4
 PEER_TRITON = "peer: accelerated-scan (Triton)"
 
 
-def _target(target, shape, measured, threshold, passed, unit):
-    return {"target": target, "shape": list(shape) if shape else None, "measured": measured,
-            "threshold": threshold, "unit": unit,
-            "passed": None if measured is None else bool(passed)}
-
-
-def _on_gpu(results) -> bool:
-    return bool(results) and results.get("device", {}).get("platform") == "gpu"
-
-
 def scan_targets(scan=None):
     """The scan targets, from ``python -m lrnn bench scan`` JSON (``None``: not measured)."""
-    rows = scan.get("results", []) if _on_gpu(scan) else []
-    tv_rows = scan.get("tv_results", []) if _on_gpu(scan) else []
+    rows = scan.get("results", []) if on_gpu(scan) else []
+    tv_rows = scan.get("tv_results", []) if on_gpu(scan) else []
 
     def find(table, shape, pred):
         return next((r for r in table if tuple(r["shape"]) == tuple(shape) and pred(r)
@@ -506,41 +421,30 @@ def scan_targets(scan=None):
             paper = find(rows, shape, lambda r: r["label"] == "paper: associative_scan")
             if ours and paper:
                 measured = paper["fwd_s"] / ours["fwd_s"]
-        out.append(_target(name, shape, measured, threshold,
+        out.append(target_row(name, shape, measured, threshold,
                            measured is not None and measured >= threshold, unit))
     pallas_rows = [r for r in rows if r["method"] == "pallas" and "fwdbwd_s" in r]
     ratios = [r["fwdbwd_s"] / r["fwd_s"] for r in pallas_rows]
     worst = max(ratios) if ratios else None
-    out.append(_target("forward+backward ≤ 2.5× forward (pallas rows, worst shape)", None,
+    out.append(target_row("forward+backward ≤ 2.5× forward (pallas rows, worst shape)", None,
                        worst, FWDBWD_TARGET, worst is not None and worst <= FWDBWD_TARGET, "×"))
     compiles = [r[k] for r in rows + tv_rows if r.get("method") == "pallas"
                 for k in ("compile_fwd_s", "compile_fwdbwd_s") if k in r]
     slowest = max(compiles) if compiles else None
-    out.append(_target("every pallas compile < 5 s", None, slowest, COMPILE_TARGET_S,
+    out.append(target_row("every pallas compile < 5 s", None, slowest, COMPILE_TARGET_S,
                        slowest is not None and slowest < COMPILE_TARGET_S, "s"))
     long_rows = [r for r in rows if r["label"] == "pallas" and r["shape"][1] >= 65536
                  and "err_vs_sequential" in r]
     err = max(r["err_vs_sequential"] for r in long_rows) if long_rows else None
-    out.append(_target("matches sequential at L = 65 536 (relative error)", (1, 65536, 64), err,
+    out.append(target_row("matches sequential at L = 65 536 (relative error)", (1, 65536, 64), err,
                        ACCURACY_TARGET, err is not None and err <= ACCURACY_TARGET, "error"))
     checks = [c for c in scan.get("checks", []) if "fwd_s_picked_within_10pct" in c] \
-        if _on_gpu(scan) else []
+        if on_gpu(scan) else []
     bad = [c["shape"] for c in checks if not c["fwd_s_picked_within_10pct"]]
-    out.append(_target("auto picks a method within 10% of the fastest (forward), every shape",
+    out.append(target_row("auto picks a method within 10% of the fastest (forward), every shape",
                        None, (len(checks) - len(bad)) / len(checks) if checks else None, 1.0,
                        not bad, "of shapes"))
     return out
-
-
-def layer_targets(layer=None):
-    """The layer targets, from ``python -m lrnn bench layer`` JSON (the issue's sizes only)."""
-    speed = {}
-    if _on_gpu(layer) and all(r["d_model"] == 256 and r["d_state"] == 256 and r["batch"] == 32
-                              and r["length"] == 4096 for r in layer["results"]):
-        speed = layer["speedup_auto_over_paper"]
-    return [_target(f"{name} layer fwd+bwd ≥ 1.5× paper associative_scan", None, speed.get(name),
-                    LAYER_TARGET, speed.get(name) is not None and speed[name] >= LAYER_TARGET, "×")
-            for name in ("lru", "rotrnn")]
 
 
 def gpu_targets(scan=None, layer=None):
@@ -595,27 +499,6 @@ def describe_source(*results):
                          f"{r.get('date_utc', '?')[:10]}, `{r.get('command', '?')}`"
                          + (f"; {r['note']}" if r.get("note") else "") + ")")
     return "; ".join(parts) or None
-
-
-def device_info(device):
-    info = {"platform": device.platform, "device_kind": device.device_kind,
-            "jax": jax.__version__, "host": platform.node(), "machine": platform.machine(),
-            "processor": platform.processor() or platform.machine()}
-    cc = getattr(device, "compute_capability", None)
-    if cc is not None:
-        info["compute_capability"] = str(cc)
-    import os
-    info["cpu_count"] = os.cpu_count()
-    try:
-        with open("/proc/cpuinfo") as f:
-            info["cpu_model"] = next(line.split(":", 1)[1].strip() for line in f
-                                     if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    if hasattr(os, "getloadavg"):                # other work on the machine skews CPU timings
-        info["load_average_1_5_15min"] = [round(v, 2) for v in os.getloadavg()]
-    return info
-
 
 
 def git_commit():
@@ -682,7 +565,7 @@ def run_scan(args):
     _check_out(args.targets_md, "--targets-md")
     if args.device == "gpu":        # leave room for the peers (PyTorch) beside JAX
         os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.6")
-    device = _device(args.device)
+    device = pick_device(args.device)
     gpu = device.platform == "gpu"
     shapes = (_parse_shapes(args.shapes) if args.shapes else
               GPU_EXTRA_SHAPES + [(8, 4096, 256)] if gpu else
@@ -760,9 +643,9 @@ def run_scan(args):
     else:
         print(f"targets: the GPU issue's targets are not measured on {device.platform} "
               "(python -m lrnn bench targets prints them from a stored GPU run)")
-    _write(out, args.out)
+    write_json(out, args.out)
     if args.targets_md:
-        _write_text(md + "\n", args.targets_md)
+        write_text(md + "\n", args.targets_md)
     return out
 
 
@@ -803,11 +686,11 @@ def _sweep_inputs(kind, shape, device):
 def _time_both(compiled, args, repeats):
     """(median of synchronised calls, mean of 10 back-to-back calls between syncs)."""
     synced = _median_time(compiled, *args, repeats=repeats)
-    _block(compiled(*args))
+    block(compiled(*args))
     t0 = time.perf_counter()
     for _ in range(10):
         out = compiled(*args)
-    _block(out)
+    block(out)
     return synced, (time.perf_counter() - t0) / 10
 
 
@@ -818,7 +701,7 @@ def run_plans(args):
     from ..scan import pallas as scan_pallas
     _require_positive(args, "repeats", "copy-bytes", "max-tiles")
     _check_out(args.out)
-    device = _device(args.device)
+    device = pick_device(args.device)
     interpret = device.platform != "gpu"
     if interpret and not args.interpret:
         raise SystemExit("plans: times the Pallas kernel, which compiles only on a GPU; pass "
@@ -952,30 +835,6 @@ def _loadavg():
     return [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else None
 
 
-def _device(kind):
-    if kind is None:
-        return jax.devices()[0]
-    try:
-        return jax.devices(kind)[0]
-    except RuntimeError as err:
-        raise SystemExit(f"--device: got {kind!r}, but there is no such device here ({err}). "
-                         f"Available: {[d.platform for d in jax.devices()]}")
-
-
-def _write(out, path):
-    if path:
-        with open(path, "w") as f:
-            json.dump(out, f, indent=1)
-            f.write("\n")
-        print(f"wrote {path}")
-
-
-def _write_text(text, path):
-    with open(path, "w") as f:
-        f.write(text)
-    print(f"wrote {path}")
-
-
 def parser():
     p = argparse.ArgumentParser(prog="lrnn bench", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
@@ -997,7 +856,6 @@ def parser():
     s.add_argument("--copy-bytes", type=int, default=COPY_BYTES)
     s.add_argument("--no-backward", action="store_true")
     s.set_defaults(run=run_scan)
-    from . import bench_layer
     bench_layer.add_parser(sub)
     pp = sub.add_parser("plans", help="the kernel's tuning sweep (tiles × chunks per shape)")
     pp.add_argument("--device", choices=["cpu", "gpu"], default=None)
@@ -1043,7 +901,7 @@ def run_targets(args):
     md = targets_markdown(targets, describe_source(loaded.get("scan"), loaded.get("layer")))
     print(md)
     if args.out:
-        _write_text(md + "\n", args.out)
+        write_text(md + "\n", args.out)
     return targets
 
 
@@ -1052,13 +910,6 @@ def main(argv=None):
     args = parser().parse_args(argv)
     args.argv = argv
     return args.run(args)
-
-
-def __getattr__(name):
-    if name in ("papers_scan", "run_layer"):          # the layer benchmark lives in bench_layer
-        from . import bench_layer
-        return getattr(bench_layer, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

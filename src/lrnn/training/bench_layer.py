@@ -13,7 +13,7 @@
   ``w_construction``: the two ways of forming W (reflections applied to the identity, compact
   WY), timed and compared with float64 (values, orthogonality, gradients).
 
-The command line and the shared timing helpers live in ``lrnn.training.bench``."""
+The command line lives in ``lrnn.training.bench``, the shared helpers in ``_bench_common``."""
 from __future__ import annotations
 
 import contextlib
@@ -23,40 +23,25 @@ import json
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from .. import layers, model as model_lib, orthogonal
+from .. import scan as scan_lib
 from ..layers import ornn
-from ..scan import _api as _scan_mod
-from ..scan import binary_operator, choose_method
-from .bench import (_device, _write, compile_and_memory, device_info, layer_targets,
-                    paper_associative_scan, time_interleaved)
+from ..scan import choose_method
+from ._bench_common import (compile_and_memory, device_info, on_gpu, paper_scan, pick_device,
+                            target_row, time_interleaved, write_json)
 
 
 # ----------------------------------------------------------------------------------------
 # Layer benchmark: LRU and RotRNN forward+backward, auto versus the papers' associative scan.
 # ----------------------------------------------------------------------------------------
 
-class papers_scan:
+def papers_scan():
     """Context manager: inside it every ``linear_scan``/``rotation_scan`` runs as the papers'
     code does (λ repeated per step, ``lax.associative_scan``, differentiated by autodiff
-    instead of ``lrnn``'s custom VJP). Used only to benchmark the layers against it."""
-
-    def __enter__(self):
-        self._saved = _scan_mod._scan
-
-        def _scan(a, b, reverse, method):
-            if a.ndim == 1:
-                return paper_associative_scan(a, b, reverse)
-            _, x = lax.associative_scan(binary_operator, (a, b), reverse=reverse,
-                                        axis=b.ndim - 2)
-            return x
-        _scan_mod._scan = _scan
-        return self
-
-    def __exit__(self, *exc):
-        _scan_mod._scan = self._saved
-        return False
+    instead of ``lrnn``'s custom VJP), through ``lrnn.scan.override``. Used only to benchmark
+    the layers against it."""
+    return scan_lib.override(paper_scan)
 
 
 #: The layers of the scan comparison (``--layers``): the two whose recurrence is a linear scan.
@@ -72,6 +57,8 @@ MODEL_ROWS = {
     "lru": dict(layer="lru"),
     "rotrnn": dict(layer="rotrnn"),
 }
+#: The layer target: fwd+bwd with ``auto`` at least this many times faster than the papers' scan.
+LAYER_TARGET = 1.5
 #: Target of the oRNN issue: the oRNN training step at most this many times the LSTM's.
 ORNN_OVER_LSTM_TARGET = 1.2
 
@@ -103,7 +90,7 @@ def _positive_ints(name, text):
 
 
 def run_layer(args):
-    device = _device(args.device)
+    device = pick_device(args.device)
     for name in ("d_model", "d_state", "batch", "length", "heads", "repeats"):
         value = getattr(args, name)
         if value is not None and value < 1:
@@ -138,7 +125,7 @@ def run_layer(args):
     out["targets"] = layer_targets(out)
     for t in out["targets"] + out.get("model_targets", []):
         print("target", json.dumps(t))
-    _write(out, args.out)
+    write_json(out, args.out)
     return out
 
 
@@ -302,6 +289,18 @@ def _model_rows(args, device, rows, sweep_batches, sweep_m):
               f"{dense['auto_picks']:>11}", flush=True)
     out["model_targets"] = model_targets(out, device.platform)
     return out
+
+
+def layer_targets(layer=None):
+    """The layer targets, from ``lrnn bench layer`` JSON (the issue's sizes only)."""
+    speed = {}
+    if on_gpu(layer) and all(r["d_model"] == 256 and r["d_state"] == 256 and r["batch"] == 32
+                             and r["length"] == 4096 for r in layer["results"]):
+        speed = layer["speedup_auto_over_paper"]
+    return [target_row(f"{name} layer fwd+bwd ≥ 1.5× paper associative_scan", None,
+                       speed.get(name), LAYER_TARGET,
+                       speed.get(name) is not None and speed[name] >= LAYER_TARGET, "×")
+            for name in ("lru", "rotrnn")]
 
 
 def model_targets(out, platform=None):
