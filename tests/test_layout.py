@@ -29,6 +29,8 @@ RANKS = [
     ("lrnn.model", 3),
     ("lrnn.training", 4),
     ("lrnn.course", 5),
+    ("lrnn.cli", 6),
+    ("lrnn.__main__", 6),
 ]
 
 
@@ -292,12 +294,17 @@ ALLOWED_PRIVATE = {
     "os._exit": "documented: leave a forked kernel without running the parent's cleanup",
     "_thread.interrupt_main": "documented: the harness interrupts a cell that overruns",
     "_thread": "documented low-level module",
+    "jax._src.lax": "precision.emulate_tf32: no public hook on every matrix product (see there)",
 }
+
+
+def _allowed(reach: str) -> bool:
+    return any(reach == k or reach.startswith(k + ".") for k in ALLOWED_PRIVATE)
 
 
 @pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
 def test_no_module_reaches_into_another_packages_private_names(path):
-    reaches = [r for r in private_reaches(path, module_name(path)) if r not in ALLOWED_PRIVATE]
+    reaches = [r for r in private_reaches(path, module_name(path)) if not _allowed(r)]
     assert not reaches, f"{module_name(path)} reaches private names: {reaches}"
 
 

@@ -51,8 +51,7 @@ def use_course_policy() -> None:
 
 def current_default() -> str | None:
     """The default matmul precision in force here (context managers included), or None."""
-    from jax._src import config as _config
-    return _config.default_matmul_precision.value
+    return jax.config.jax_default_matmul_precision
 
 
 def tf32_possible(device=None) -> bool:
@@ -127,6 +126,9 @@ def emulating() -> bool:
 def emulate_tf32(enable: bool = True) -> None:
     """Switch the TF32 emulation on (or off) in this process. Functions already traced by
     ``jax.jit`` keep what they compiled: switch it on before running anything."""
+    # JAX has no public hook on every matrix product: jnp.matmul, jnp.einsum, jnp.dot and
+    # the others call the dot_general of jax._src.lax.lax directly, not jax.lax.dot_general,
+    # so both are replaced (a TF32 emulation for tests only; nothing else reaches jax._src).
     from jax._src.lax import lax as lax_internal
     if enable and not emulating():
         _ORIGINAL["dot_general"] = lax_internal.dot_general
