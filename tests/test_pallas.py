@@ -316,3 +316,10 @@ def test_gradient_of_linear_scan_lowers_to_one_forward_and_one_adjoint(as_on_an_
         return jnp.sum(jnp.abs(linear_scan(a, b, method="pallas")) ** 2)
     chunked = scan_pallas.plan(*shape).n_chunks > 1
     assert _triton_calls(jax.grad(loss, argnums=(0, 1)), a, b) == (4 if chunked else 2)
+
+
+@pytest.mark.parametrize("cc,ok", [("9.0", True), ("8.0", True), ("12.0", True), ("7.5", False),
+                                   (None, False), ("unknown", False)])
+def test_the_capability_check(cc, ok):
+    got, why = scan_pallas.capability_ok(cc)
+    assert got is ok and str(cc) in why

@@ -125,17 +125,14 @@ def _numeric_array(name, value):
 
 def _require_pallas_runs(dtype):
     """``method="pallas"`` asked for explicitly: it must be able to run the call here."""
-    from .pallas import IO_DTYPES, MIN_CAPABILITY, kernel_status, on_gpu
+    from .pallas import IO_DTYPES, capability_ok, device_capability, kernel_status, on_gpu
     if jnp.dtype(dtype).name not in IO_DTYPES:
         raise ValueError(f"`method`: got 'pallas' for {jnp.dtype(dtype).name} inputs, expected "
                          "float32, complex64 or bfloat16 inputs for it (use method='auto').")
     if on_gpu():
-        cc = getattr(jax.devices()[0], "compute_capability", None)
-        try:
-            too_old = float(cc) < MIN_CAPABILITY
-        except (TypeError, ValueError):
-            too_old = False
-        ok, why = (False, f"compute capability {cc} < 8.0") if too_old else kernel_status("gpu")
+        cc = device_capability()
+        too_old = cc is not None and not capability_ok(cc)[0]
+        ok, why = capability_ok(cc) if too_old else kernel_status("gpu")
         if not ok:
             raise ValueError(f"`method`: got 'pallas', but the kernel cannot run on this GPU "
                              f"({why}); use method='auto', which falls back to an XLA method.")

@@ -59,6 +59,17 @@ def device_capability():
     return getattr(dev, "compute_capability", None)
 
 
+def capability_ok(cc) -> tuple[bool, str]:
+    """Whether a GPU of CUDA compute capability ``cc`` can compile the kernel, and why not."""
+    try:
+        if float(cc) >= MIN_CAPABILITY:
+            return True, f"compute capability {cc}"
+    except (TypeError, ValueError):
+        return False, f"no CUDA compute capability reported ({cc!r})"
+    return False, (f"compute capability {cc} < {MIN_CAPABILITY} (e.g. Colab's T4), where "
+                   "Pallas-Triton does not compile")
+
+
 # ----------------------------------------------------------------------------------------
 # Planning
 # ----------------------------------------------------------------------------------------
@@ -332,13 +343,9 @@ def auto_ok(backend: str | None = None, *, dtype=jnp.complex64, shape=None,
         return False, f"the kernel reads float32, complex64 or bfloat16, not {dtype.name}"
     dev = jax.devices()[0]
     cc = getattr(dev, "compute_capability", None)
-    try:
-        major_minor = float(cc)
-    except (TypeError, ValueError):
-        return False, f"the GPU {dev.device_kind!r} reports no CUDA compute capability ({cc!r})"
-    if major_minor < MIN_CAPABILITY:
-        return False, (f"the GPU {dev.device_kind!r} has compute capability {cc} < 8.0 (e.g. "
-                       "Colab's T4), where Pallas-Triton does not compile")
+    ok, why = capability_ok(cc)
+    if not ok:
+        return False, f"the GPU {dev.device_kind!r}: {why}"
     if str(cc) not in pallas_tuning.TABLE:
         return False, (f"the kernel is not measured on compute capability {cc} "
                        f"({dev.device_kind!r}); the tuned XLA method is the safer bet")

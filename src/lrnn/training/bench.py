@@ -128,13 +128,8 @@ def pallas_runs_here() -> tuple[bool, str]:
     """Whether the Pallas kernel can be timed on this GPU (compute capability >= 8.0, and it
     imports, lowers, compiles and runs), and why not."""
     from ..scan import pallas as scan_pallas
-    cc = scan_pallas.device_capability()
-    try:
-        if float(cc) < scan_pallas.MIN_CAPABILITY:
-            return False, f"compute capability {cc} < 8.0: Pallas-Triton does not compile there"
-    except (TypeError, ValueError):
-        return False, f"the GPU reports no compute capability ({cc!r})"
-    return scan_pallas.kernel_status("gpu")
+    ok, why = scan_pallas.capability_ok(scan_pallas.device_capability())
+    return scan_pallas.kernel_status("gpu") if ok else (ok, why)
 
 
 def scan_rows(platform_: str):
