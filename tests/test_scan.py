@@ -1,4 +1,5 @@
-"""linear_scan / rotation_scan against a naive float64 loop of x_t = a_t x_{t-1} + b_t."""
+"""linear_scan / rotation_scan against the float64 loop of x_t = a_t x_{t-1} + b_t
+(``lrnn.scan.reference``, which the doctor uses too)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,35 +8,36 @@ from jax.test_util import check_grads
 
 import lrnn
 from lrnn import scan
-from lrnn.orthogonal import block_rotation
+from lrnn.scan import reference
 
 METHODS = ["sequential", "associative", "chunked", "auto"]
 
 
-def naive_scan(a, b, reverse=False):
-    """x_t = a_t x_{t-1} + b_t, one step at a time, in float64/complex128."""
-    b = np.asarray(b, dtype=np.complex128 if np.iscomplexobj(b) or np.iscomplexobj(a) else np.float64)
-    a = np.broadcast_to(np.asarray(a, b.dtype), b.shape)
-    x = np.zeros_like(b)
-    state = np.zeros(b.shape[:-2] + b.shape[-1:], b.dtype)
-    steps = range(b.shape[-2] - 1, -1, -1) if reverse else range(b.shape[-2])
-    for t in steps:
-        state = a[..., t, :] * state + b[..., t, :]
-        x[..., t, :] = state
-    return x
+def test_reference_is_the_recurrence_by_hand():
+    a, b = np.array([0.5]), np.array([[1.0], [2.0], [4.0]])
+    np.testing.assert_allclose(reference.linear_scan(a, b)[:, 0], [1.0, 2.5, 5.25])
+    np.testing.assert_allclose(reference.linear_scan(a, b, reverse=True)[:, 0], [3.0, 4.0, 4.0])
+    assert reference.linear_scan(np.float32(0.5) + 0j, b.astype(np.float32)).dtype == np.complex128
 
 
-def naive_rotation_scan(gamma, theta, b, reverse=False):
-    """x_t = γ R(θ) x_{t-1} + b_t with R dense and γ per pair (RotRNN eq. 6, Lemma 3)."""
-    A = np.asarray(block_rotation(np.asarray(theta, np.float64))) * np.repeat(gamma, 2)[:, None]
-    b = np.asarray(b, np.float64)
-    x = np.zeros_like(b)
-    state = np.zeros(b.shape[:-2] + b.shape[-1:])
-    steps = range(b.shape[-2] - 1, -1, -1) if reverse else range(b.shape[-2])
-    for t in steps:
-        state = state @ A.T + b[..., t, :]
-        x[..., t, :] = state
-    return x
+def test_reference_rotation_is_a_quarter_turn_by_hand():
+    b = np.zeros((3, 2))
+    b[0] = [1.0, 0.0]                          # x_0 = e_1, then x_t = 0.5 R(π/2) x_{t-1}
+    x = reference.rotation_scan([0.5], [np.pi / 2], b)
+    np.testing.assert_allclose(x, [[1, 0], [0, 0.5], [-0.25, 0]], atol=1e-15)
+
+
+def test_reference_vjp_is_the_gradient_by_finite_differences(rng):
+    a, b, g = rng.uniform(0.5, 0.9, 2), rng.normal(size=(5, 2)), rng.normal(size=(5, 2))
+    da, db = reference.linear_scan_vjp(a, reference.linear_scan(a, b), g)
+    loss = lambda a_, b_: np.sum(g * reference.linear_scan(a_, b_))    # noqa: E731
+    eps = 1e-6
+    for i in range(2):
+        e = np.eye(2)[i] * eps
+        np.testing.assert_allclose(da[i], (loss(a + e, b) - loss(a - e, b)) / (2 * eps), rtol=1e-6)
+    e = np.zeros_like(b)
+    e[2, 1] = eps
+    np.testing.assert_allclose(db[2, 1], (loss(a, b + e) - loss(a, b - e)) / (2 * eps), rtol=1e-6)
 
 
 def random_problem(rng, shape, *, complex_, time_varying):
@@ -62,14 +64,14 @@ def test_matches_naive_loop(x64, rng, method, reverse, complex_, time_varying, s
     x = lrnn.linear_scan(a, b, reverse=reverse, method=method)
     assert x.shape == b.shape
     assert jnp.iscomplexobj(x) == complex_
-    np.testing.assert_allclose(x, naive_scan(a, b, reverse), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(x, reference.linear_scan(a, b, reverse), rtol=1e-10, atol=1e-10)
 
 
 @pytest.mark.parametrize("method", ["sequential", "associative", "chunked"])
 def test_broadcastable_time_varying_decay(x64, rng, method):
     b = rng.normal(size=(2, 11, 3))
     a = rng.uniform(0, 1, size=(11, 1))            # one decay per step, shared by channels
-    np.testing.assert_allclose(lrnn.linear_scan(a, b, method=method), naive_scan(a, b), rtol=1e-12)
+    np.testing.assert_allclose(lrnn.linear_scan(a, b, method=method), reference.linear_scan(a, b), rtol=1e-12)
 
 
 @pytest.mark.parametrize("method", ["sequential", "associative", "chunked"])
@@ -80,7 +82,7 @@ def test_long_sequence_float32_stays_close_to_float64(rng, method, reverse):
     lam = (1 - np.logspace(-4, -1, n)) * np.exp(1j * np.linspace(0.01, 3, n))
     b = (rng.normal(size=(length, n)) + 1j * rng.normal(size=(length, n))).astype(np.complex64)
     x32 = np.asarray(lrnn.linear_scan(lam.astype(np.complex64), b, reverse=reverse, method=method))
-    x64_ = naive_scan(lam, b.astype(np.complex128), reverse)
+    x64_ = reference.linear_scan(lam, b.astype(np.complex128), reverse)
     scale = np.abs(x64_).max()
     assert x32.dtype == np.complex64
     assert np.abs(x32 - x64_).max() / scale < 2e-4
@@ -94,7 +96,7 @@ def test_rotation_scan_is_the_dense_rotation_recurrence(x64, rng, method, revers
     b = rng.normal(size=(2, 23, 6))
     x = lrnn.rotation_scan(gamma, theta, b, reverse=reverse, method=method)
     assert x.shape == b.shape and not jnp.iscomplexobj(x)
-    np.testing.assert_allclose(x, naive_rotation_scan(gamma, theta, b, reverse), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(x, reference.rotation_scan(gamma, theta, b, reverse), rtol=1e-10, atol=1e-12)
 
 
 def test_pairs_complex_round_trip(rng):

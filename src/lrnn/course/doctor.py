@@ -50,6 +50,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..scan import reference
+
 PASS, FAIL, SKIP, INFO, WARN, MISS = "PASS", "FAIL", "SKIP", "INFO", "WARN", "MISS"
 
 
@@ -457,30 +459,6 @@ def environment_results(repo: Path | None) -> tuple[list[Result], dict]:
 # Library checks against float64 references
 # ----------------------------------------------------------------------------------------
 
-def np_scan(a, b, reverse: bool = False):
-    """``x_t = a_t x_{t-1} + b_t`` along axis -2 in float64/complex128, one step at a time."""
-    b = np.asarray(b)
-    dtype = np.result_type(np.asarray(a).dtype, b.dtype, np.float64)
-    b = b.astype(dtype)
-    a = np.broadcast_to(np.asarray(a, dtype), b.shape)
-    x = np.zeros_like(b)
-    state = np.zeros(b.shape[:-2] + b.shape[-1:], dtype)
-    steps = range(b.shape[-2] - 1, -1, -1) if reverse else range(b.shape[-2])
-    for t in steps:
-        state = a[..., t, :] * state + b[..., t, :]
-        x[..., t, :] = state
-    return x
-
-
-def np_scan_vjp(a, x, g):
-    """Gradients of ``sum(g * x)`` for the real time-invariant scan ``x = np_scan(a, b)``:
-    ``db = λ`` with ``λ_t = g_t + a λ_{t+1}`` (the reverse scan), ``da = Σ_t λ_t x_{t-1}``."""
-    lam = np_scan(a, np.asarray(g)[..., ::-1, :])[..., ::-1, :]
-    x_prev = np.concatenate([np.zeros_like(x[..., :1, :]), x[..., :-1, :]], axis=-2)
-    da = (lam * x_prev).reshape(-1, x.shape[-1]).sum(0)
-    return da, lam
-
-
 def _scan_methods():
     import jax
     methods = ["sequential", "associative", "chunked", "auto"]
@@ -501,10 +479,10 @@ def check_scan(method, linear_scan=None, shape=(2, 1000, 32)):
     b = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
     forward = jax.jit(lambda a_, b_: linear_scan(a_, b_, method=method))
     backward = jax.jit(lambda a_, b_: linear_scan(a_, b_, reverse=True, method=method))
-    e1 = _rel_err(forward(jnp.asarray(lam), jnp.asarray(b)), np_scan(lam, b))
+    e1 = _rel_err(forward(jnp.asarray(lam), jnp.asarray(b)), reference.linear_scan(lam, b))
     a = rng.uniform(0.5, 1.0, shape).astype(np.float32)
     br = rng.standard_normal(shape).astype(np.float32)
-    e2 = _rel_err(backward(jnp.asarray(a), jnp.asarray(br)), np_scan(a, br, reverse=True))
+    e2 = _rel_err(backward(jnp.asarray(a), jnp.asarray(br)), reference.linear_scan(a, br, reverse=True))
     return max(e1, e2), f"complex λ: {e1:.1e}; time-varying a, reverse: {e2:.1e}"
 
 
@@ -519,7 +497,7 @@ def check_scan_gradient(method, linear_scan=None, shape=(2, 500, 16)):
     g = rng.standard_normal(shape).astype(np.float32)
     loss = lambda a_, b_: jnp.sum(jnp.asarray(g) * linear_scan(a_, b_, method=method))  # noqa: E731
     da, db = jax.jit(jax.grad(loss, argnums=(0, 1)))(jnp.asarray(a), jnp.asarray(b))
-    da_ref, db_ref = np_scan_vjp(a, np_scan(a, b), g)
+    da_ref, db_ref = reference.linear_scan_vjp(a, reference.linear_scan(a, b), g)
     e_a, e_b = _rel_err(da, da_ref), _rel_err(db, db_ref)
     return max(e_a, e_b), f"∂/∂b: {e_b:.1e}; ∂/∂a: {e_a:.1e}"
 
@@ -538,7 +516,7 @@ def check_scan_float64(linear_scan=None):
         b = rng.standard_normal((2, 512, 16))
         x = linear_scan(jnp.asarray(a), jnp.asarray(b), method="auto")
         dtype = str(x.dtype)
-        err = _rel_err(x, np_scan(a, b))
+        err = _rel_err(x, reference.linear_scan(a, b))
     finally:
         jax.config.update("jax_enable_x64", previous)
     if dtype != "float64":
@@ -555,13 +533,7 @@ def check_rotation_scan(rotation_scan=None):
     gamma = rng.uniform(0.9, 0.999, K)
     theta = rng.uniform(-np.pi, np.pi, K)
     b = rng.standard_normal((2, L, 2 * K))
-    R = np.zeros((K, 2, 2))
-    R[:, 0, 0], R[:, 0, 1], R[:, 1, 0], R[:, 1, 1] = np.cos(theta), -np.sin(theta), np.sin(theta), np.cos(theta)
-    x, xs = np.zeros((2, K, 2)), []
-    for t in range(L):                       # x_t = γ R(θ) x_{t-1} + b_t, pair by pair (eq. 14)
-        x = gamma[:, None] * np.einsum("kij,bkj->bki", R, x) + b[:, t].reshape(2, K, 2)
-        xs.append(x.reshape(2, 2 * K))
-    ref = np.stack(xs, axis=1)
+    ref = reference.rotation_scan(gamma, theta, b)         # x_t = γ R(θ) x_{t-1} + b_t (eq. 14)
     got = rotation_scan(jnp.asarray(gamma, jnp.float32), jnp.asarray(theta, jnp.float32),
                         jnp.asarray(b, jnp.float32))
     err = _rel_err(got, ref)

@@ -29,11 +29,14 @@ Every method is differentiated by the same custom VJP: the adjoint of a linear r
 the same recurrence run backwards, so the backward pass is one more scan and the memory kept
 for it is ``a`` and ``x``, O(L·N), instead of every level of the associative scan.
 
-Layout: ``sequential`` (the reference), ``associative``, ``chunked`` and ``pallas`` (the GPU
+``reference`` holds the NumPy float64 transcriptions (``linear_scan``, ``rotation_scan``,
+``linear_scan_vjp``) that the tests and ``lrnn doctor`` compare every backend with.
+
+Layout: ``sequential`` (the JAX reference), ``associative``, ``chunked`` and ``pallas`` (the GPU
 kernel, with ``pallas_triton`` and ``pallas_tuning``) are the backends; ``_api`` holds ``linear_scan``/``rotation_scan`` and
-the custom VJP, ``_choose`` what ``"auto"`` picks. Imports only ``jax`` and ``lrnn._validate``.
+the custom VJP, ``_choose`` what ``"auto"`` picks. Imports only ``jax``, NumPy and ``lrnn._validate``.
 """
-from . import associative, chunked, sequential
+from . import associative, chunked, reference, sequential
 from ._api import (METHODS, available_methods, complex_to_pairs, linear_scan, override,
                    pairs_to_complex, rotation_scan)
 from ._choose import choose_method, describe
@@ -42,4 +45,5 @@ from .chunked import default_chunk_size
 
 __all__ = ["linear_scan", "rotation_scan", "choose_method", "describe", "binary_operator",
            "available_methods", "METHODS", "pairs_to_complex", "complex_to_pairs",
-           "default_chunk_size", "override", "sequential", "associative", "chunked"]
+           "default_chunk_size", "override", "sequential", "associative", "chunked",
+           "reference"]
