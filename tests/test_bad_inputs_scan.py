@@ -1,11 +1,13 @@
-"""Bad input to the scans and to ``python -m lrnn.bench`` (issue 15): each is a clear error that
+"""Bad input to the scans and to ``python -m lrnn bench`` (issue 15): each is a clear error that
 names the argument and the value received, and nothing is run or lost first."""
+import json
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import lrnn
-from lrnn import bench
+from lrnn.training import bench
 
 B = jnp.ones((5, 4))
 A = jnp.full((4,), 0.5)
@@ -112,3 +114,45 @@ def test_out_into_a_missing_folder_is_refused_before_the_run(nothing_runs, tmp_p
 def test_targets_of_a_missing_file_is_an_error(tmp_path):
     with pytest.raises(SystemExit, match=r"--scan: got '.*nothing.json', which is not a file"):
         bench.main(["targets", "--scan", str(tmp_path / "nothing.json")])
+
+
+@pytest.mark.parametrize("value", ["", " ", ",", "auto,"])
+def test_an_empty_method_list_is_refused(nothing_runs, value):
+    with pytest.raises(SystemExit, match=r"--methods: got .*expected a comma-separated subset"):
+        bench.main(["scan", "--device", "cpu", "--methods", value])
+
+
+def _result(tmp_path, name, **data):
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_a_result_of_the_wrong_benchmark_is_refused_naming_the_file(nothing_runs, tmp_path):
+    scan_json = _result(tmp_path, "scan.json", benchmark="scan", results=[])
+    layer_json = _result(tmp_path, "layer.json", benchmark="layer", results=[])
+    with pytest.raises(SystemExit, match=r"--layer: got '.*scan.json', which holds a 'scan' "
+                                         r"benchmark result; expected the JSON written by "
+                                         r"`lrnn bench layer --out`"):
+        bench.main(["targets", "--layer", scan_json])
+    with pytest.raises(SystemExit, match=r"--scan: got '.*layer.json', which holds a 'layer'"):
+        bench.main(["targets", "--scan", layer_json])
+    with pytest.raises(SystemExit, match=r"--layer: got '.*scan.json'"):     # before the run
+        bench.main(["scan", "--device", "cpu", "--layer", scan_json])
+    with pytest.raises(SystemExit, match=r"--scan: got '.*list.json', which holds no benchmark"):
+        bench.main(["targets", "--scan", _result(tmp_path, "list.json")])
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(SystemExit, match=r"--scan: got '.*bad.json', which is not readable JSON"):
+        bench.main(["targets", "--scan", str(tmp_path / "bad.json")])
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan"])
+def test_a_non_positive_time_budget_is_refused(nothing_runs, value):
+    with pytest.raises(SystemExit, match=rf"--budget-s: got {value if value != 'nan' else 'nan'}"
+                                         r"(\.0)?, expected a positive number of seconds"):
+        bench.main(["plans", "--interpret", "--budget-s", value])
+
+
+def test_unknown_xla_methods_in_plans_are_refused(nothing_runs):
+    with pytest.raises(SystemExit, match=r"--xla-methods: got 'pallas'"):
+        bench.main(["plans", "--interpret", "--xla-methods", "pallas"])

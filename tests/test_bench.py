@@ -177,7 +177,8 @@ def test_gpu_targets_are_not_measured_by_cpu_results_or_other_sizes():
 
 def test_targets_cli_reads_stored_json_and_names_the_source(tmp_path, capsys):
     path = tmp_path / "scan.json"
-    path.write_text(json.dumps(dict(_gpu_scan(), command="python -m lrnn bench scan",
+    path.write_text(json.dumps(dict(_gpu_scan(), benchmark="scan",
+                                    command="python -m lrnn bench scan",
                                     date_utc="2026-11-23T00:00:00")))
     out = tmp_path / "t.md"
     targets = bench.main(["targets", "--scan", str(path), "--out", str(out)])

@@ -545,6 +545,25 @@ def _int_list(text):
         raise argparse.ArgumentTypeError(f"got {text!r}, expected comma-separated integers")
 
 
+def load_result(path, flag, kind):
+    """The JSON that ``lrnn bench <kind> --out`` wrote at ``path``, or a clear error naming
+    ``flag``, the file and what was expected (before any work)."""
+    if not pathlib.Path(path).is_file():
+        raise SystemExit(f"{flag}: got {path!r}, which is not a file")
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise SystemExit(f"{flag}: got {path!r}, which is not readable JSON ({err}); expected "
+                         f"the JSON written by `lrnn bench {kind} --out`")
+    found = data.get("benchmark") if isinstance(data, dict) else None
+    if found != kind:
+        what = f"a {found!r} benchmark result" if found else "no benchmark result"
+        raise SystemExit(f"{flag}: got {path!r}, which holds {what}; expected the JSON written "
+                         f"by `lrnn bench {kind} --out` (\"benchmark\": \"{kind}\")")
+    return data
+
+
 def _check_out(path, flag="--out"):
     """Fail before the run, not after it: the folder of ``path`` must exist."""
     if path:
@@ -558,6 +577,7 @@ def run_scan(args):
     _require_positive(args, "batch", "n", "lengths", "repeats", "copy-bytes")
     _check_out(args.out)
     _check_out(args.targets_md, "--targets-md")
+    layer = load_result(args.layer, "--layer", "layer") if args.layer else None
     if args.device == "gpu":        # leave room for the peers (PyTorch) beside JAX
         os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.6")
     device = pick_device(args.device)
@@ -567,9 +587,12 @@ def run_scan(args):
               [(args.batch, length, args.n) for length in args.lengths])
     rows = scan_rows(device.platform)
     known = [r.label for r in rows]
-    if args.methods:
+    if args.methods is not None:
         keep = [m.strip() for m in args.methods.split(",")]
         unknown = [m for m in keep if m not in known and m not in {r.method for r in rows}]
+        if not any(keep):
+            raise SystemExit(f"--methods: got {args.methods!r}, expected a comma-separated "
+                             f"subset of {known} (the rows on {device.platform})")
         if unknown:
             raise SystemExit(f"--methods: got {unknown!r}, expected a comma-separated subset of "
                              f"{known} (the rows on {device.platform})")
@@ -624,10 +647,6 @@ def run_scan(args):
         "tv_results": tv_results,
         "checks": scan_checks(results) + scan_checks(tv_results),
     }
-    layer = None
-    if args.layer:
-        with open(args.layer) as f:
-            layer = json.load(f)
     out["targets"] = gpu_targets(out, layer)
     for c in out["checks"]:
         if len(c) > 1:
@@ -695,6 +714,13 @@ def run_plans(args):
     ``lrnn.scan.pallas_tuning``. Rows are appended to ``--out`` as JSON lines as they come."""
     from ..scan import pallas as scan_pallas
     _require_positive(args, "repeats", "copy-bytes", "max-tiles")
+    if not args.budget_s > 0:                                  # NaN too
+        raise SystemExit(f"--budget-s: got {args.budget_s!r}, expected a positive number of "
+                         "seconds")
+    xla = [m.strip() for m in args.xla_methods.split(",")]
+    if not all(m in ("sequential", "associative", "chunked") for m in xla):
+        raise SystemExit(f"--xla-methods: got {args.xla_methods!r}, expected a comma-separated "
+                         "subset of sequential, associative, chunked")
     _check_out(args.out)
     device = pick_device(args.device)
     interpret = device.platform != "gpu"
@@ -799,7 +825,7 @@ def run_plans(args):
                     "default_plan": dataclasses.asdict(default.tiles) | {"chunk": default.chunk}})
         # The XLA methods on the same problem, arrays in and out (complex64 for complex kinds).
         full_a, full_b = from_planes_any(a), from_planes_any(b)
-        for method in args.xla_methods.split(",") + ["pallas"]:
+        for method in [m.strip() for m in args.xla_methods.split(",")] + ["pallas"]:
             if not method:
                 continue
             row = {"kind": kind, "shape": list(shape), "method": method}
@@ -887,11 +913,8 @@ def run_targets(args):
         if path is None:
             default = pathlib.Path("book/data") / f"bench_{name}_gpu.json"
             path = str(default) if default.exists() else None
-        elif not pathlib.Path(path).is_file():
-            raise SystemExit(f"--{name}: got {path!r}, which is not a file")
         if path:
-            with open(path) as f:
-                loaded[name] = json.load(f)
+            loaded[name] = load_result(path, f"--{name}", name)
     targets = gpu_targets(loaded.get("scan"), loaded.get("layer"))
     md = targets_markdown(targets, describe_source(loaded.get("scan"), loaded.get("layer")))
     print(md)
