@@ -177,11 +177,6 @@ def _sizes(params, keys=_STATE_KEYS + _OUTPUT_KEYS):
     return h, n, c_shape[1] == 2 * n
 
 
-def is_bidirectional(params) -> bool:
-    """Whether ``C`` reads a forward and a backward state (shape ``(H, 2N)``)."""
-    return _sizes(params)[2]
-
-
 def _check_input(u, h):
     return require_sequence("u", u, h)
 
