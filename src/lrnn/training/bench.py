@@ -46,7 +46,6 @@ import json
 import math
 import os
 import pathlib
-import platform
 import statistics
 import subprocess
 import sys
@@ -61,7 +60,7 @@ from ._bench_common import (block, compile_and_memory, device_info, on_gpu,  # n
                             paper_associative_scan, paper_lax_scan, pick_device, target_row,
                             time_interleaved, write_json, write_text)
 from . import bench_layer
-from .bench_layer import LAYER_TARGET, layer_targets, papers_scan, run_layer  # noqa: F401
+from .bench_layer import layer_targets, papers_scan, run_layer  # noqa: F401 (lrnn bench layer)
 
 #: complex64, time-invariant λ: the shapes of the GPU issue's bandwidth and speed-up targets.
 GPU_EXTRA_SHAPES = [(16, 16384, 256), (64, 4096, 256), (32, 1024, 512), (1, 65536, 64)]
