@@ -10,15 +10,19 @@ as nbformat writes them; other files are read and written as UTF-8 text. ``_alia
 
 The rules, in order:
 
+* ``prog="python -m lrnn.train"`` -> ``prog="lrnn train"`` (argparse's name of a command);
 * ``python -m lrnn.train`` (and ``bench``, ``grade``, ``doctor``, ``exercises``,
   ``experiments``) -> ``python -m lrnn train``; ``lrnn.bench scan`` (a command in prose) ->
   ``lrnn bench scan``;
 * ``from lrnn import lru, model`` -> ``from lrnn.layers import lru`` + ``from lrnn import
   model`` (same indentation; single-line imports only);
 * ``lrnn.rotlstm.gru_init`` -> ``lrnn.layers.gru.init`` (each name of the old combined module);
+  ``from lrnn import rotlstm`` -> ``from lrnn.layers import lstm as rotlstm`` where the text
+  uses none of its GRU names;
 * every other ``lrnn.OLD`` -> its new name (``lrnn.lru.init`` -> ``lrnn.layers.lru.init``).
 
-What it cannot rewrite (``from lrnn import rotlstm``, multi-line imports) it reports.
+What it cannot rewrite (``from lrnn import rotlstm`` beside its GRU names, multi-line imports)
+it reports.
 """
 from __future__ import annotations
 
@@ -55,6 +59,8 @@ _LEAVES = sorted({old.split(".")[1] for old in [*OLD_NAMES, *OLD_ATTRIBUTES]}, k
 _EDGE_BEFORE = r"(?<![\w.])"
 _EDGE_AFTER = r"(?![\w])"
 
+_COMMAND_ALTERNATIVES = "|".join(COMMANDS)
+_RE_PROG = re.compile(rf'prog="python -m lrnn[. ]({_COMMAND_ALTERNATIVES}){_EDGE_AFTER}')
 _RE_DASH_M = re.compile(rf"-m lrnn\.({'|'.join(COMMANDS)}){_EDGE_AFTER}")
 _RE_PROSE_COMMAND = re.compile(
     rf"{_EDGE_BEFORE}lrnn\.({'|'.join(COMMANDS)}) (?=--|(?:{'|'.join(SUBCOMMAND_WORDS)})\b)")
@@ -64,7 +70,7 @@ _RE_ROTLSTM_ATTR = re.compile(rf"{_EDGE_BEFORE}lrnn\.rotlstm\.(\w+)")
 _RE_DOTTED = re.compile(rf"{_EDGE_BEFORE}lrnn\.({'|'.join(_LEAVES)}){_EDGE_AFTER}")
 
 
-def _split_from_import(match: re.Match) -> str:
+def _split_from_import(match: re.Match, *, lstm_only: bool = False) -> str:
     indent, tail = match["indent"], match["tail"]
     groups: dict[str, list[str]] = {}
     for item in match["names"].split(","):
@@ -74,6 +80,8 @@ def _split_from_import(match: re.Match) -> str:
         name, _, alias = item.partition(" as ")
         name, alias = name.strip(), alias.strip()
         new = OLD_NAMES.get(f"lrnn.{name}")
+        if name == "rotlstm" and lstm_only:        # only LSTM names used: lrnn.layers.lstm
+            new = "lrnn.layers.lstm"
         if new is None:                            # a new name, or lrnn.rotlstm: kept
             groups.setdefault("lrnn", []).append(item)
             continue
@@ -103,7 +111,9 @@ def rename(text: str) -> str:
     """``text`` with every old name it can rewrite rewritten."""
     text = _RE_DASH_M.sub(lambda m: f"-m lrnn {m[1]}", text)
     text = _RE_PROSE_COMMAND.sub(lambda m: f"lrnn {m[1]} ", text)
-    text = _RE_FROM_IMPORT.sub(_split_from_import, text)
+    text = _RE_PROG.sub(lambda m: f'prog="lrnn {m[1]}', text)
+    lstm_only = not re.search(r"\brotlstm\.(gru_\w+|GRU_GATES)", text)
+    text = _RE_FROM_IMPORT.sub(lambda m: _split_from_import(m, lstm_only=lstm_only), text)
     text = _RE_ROTLSTM_ATTR.sub(_rotlstm_attribute, text)
     return _RE_DOTTED.sub(_dotted, text)
 

@@ -97,6 +97,11 @@ def test_the_script_rewrites_imports_commands_and_rotlstm():
     assert r("lrnn.exercises.demo()") == "lrnn.course.exercises.demo()"
     assert r("lrnn.rotlstm.gru_init(k)") == "lrnn.layers.gru.init(k)"
     assert r("import lrnn.check as C") == "import lrnn.course.check as C"
+    assert r('prog="python -m lrnn.train",') == 'prog="lrnn train",'
+    assert r("from lrnn import orthogonal, rotlstm\nrotlstm.cell(p, c, x)") == (
+        "from lrnn import orthogonal\nfrom lrnn.layers import lstm as rotlstm\nrotlstm.cell(p, c, x)")
+    kept = "from lrnn import rotlstm\nrotlstm.gru_init(k, 2, 4)"
+    assert r(kept) == kept                                     # reported, not broken
 
 
 def test_the_script_changes_only_cell_sources(tmp_path):
