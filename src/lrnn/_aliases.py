@@ -130,14 +130,17 @@ class _AliasLoader(importlib.abc.Loader):
             module.__spec__ = self._spec  # the import machinery set the alias's spec; undo it
 
     def get_code(self, fullname):
-        """For ``python -m OLD.NAME``: one line on stderr, then the module under its current
-        name as ``__main__`` (a command keeps its arguments)."""
+        """For ``python -m OLD.NAME``: one line on stderr, then the command it became
+        (``lrnn.cli``, so that ``lrnn.cli.COMMANDS`` alone says which module runs it), or for
+        an old name that was no command, the module under its current name as ``__main__``."""
         command = OLD_COMMANDS.get(fullname)
         now = f"lrnn {command}" if command else f"python -m {self.target}"
         line = f"python -m {fullname} is deprecated: use `{now}`"
-        source = (f"import runpy, sys\nprint({line!r}, file=sys.stderr)\n"
-                  f"runpy.run_module({self.target!r}, run_name='__main__', alter_sys=True)\n")
-        return compile(source, f"<{fullname}: now {self.target}>", "exec")
+        run = (f"from lrnn.cli import main\nsys.exit(main([{command!r}, *sys.argv[1:]]))\n"
+               if command else
+               f"runpy.run_module({self.target!r}, run_name='__main__', alter_sys=True)\n")
+        source = f"import runpy, sys\nprint({line!r}, file=sys.stderr)\n" + run
+        return compile(source, f"<{fullname}: now {now}>", "exec")
 
 
 class _AliasFinder(importlib.abc.MetaPathFinder):
