@@ -147,10 +147,10 @@ def test_an_unknown_subcommand_is_an_error(capsys):
     assert cli.main([]) == 2
 
 
-def test_help_imports_no_subcommand():
+def test_help_imports_no_subcommand_and_not_jax():
     code = ("import sys, lrnn.cli\nlrnn.cli.main(['--help'])\n"
             "print(sorted(m for m in sys.modules if m.startswith(('lrnn.training', "
-            "'lrnn.course'))))")
+            "'lrnn.course', 'lrnn.scan', 'jax'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -13,23 +13,29 @@ versions and their ``python -m`` commands still work, with a deprecation notice
 import importlib as _importlib
 
 from . import _aliases
-from . import scan
-from .scan import linear_scan, rotation_scan
 
 _aliases.install()
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("orthogonal", "layers", "model", "training", "course", "cli")
+# Imported on first use, so that `lrnn --help` does not wait for JAX.
+_SUBMODULES = ("scan", "orthogonal", "layers", "model", "training", "course", "cli")
+_FROM_SCAN = ("linear_scan", "rotation_scan")
 
 
 def __getattr__(name):
     if name in _SUBMODULES:
         return _importlib.import_module(f"{__name__}.{name}")
+    if name in _FROM_SCAN:
+        return getattr(_importlib.import_module(f"{__name__}.scan"), name)
     old = _aliases.old_attribute(__name__, name)       # a flat name of old, with a warning
     if old is not None:
         return old
     raise AttributeError(f"module 'lrnn' has no attribute {name!r}")
 
 
-__all__ = ["linear_scan", "rotation_scan", "scan", *_SUBMODULES]
+def __dir__():
+    return sorted({*globals(), *_SUBMODULES, *_FROM_SCAN})
+
+
+__all__ = [*_FROM_SCAN, *_SUBMODULES]
