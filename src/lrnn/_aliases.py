@@ -136,7 +136,9 @@ class _AliasLoader(importlib.abc.Loader):
         command = OLD_COMMANDS.get(fullname)
         now = f"lrnn {command}" if command else f"python -m {self.target}"
         line = f"python -m {fullname} is deprecated: use `{now}`"
-        run = (f"from lrnn.cli import main\nsys.exit(main([{command!r}, *sys.argv[1:]]))\n"
+        # runpy set sys.argv[0] to the alias's origin, None: a path, as `python -m` gives
+        run = ("import lrnn.cli\nsys.argv[0] = lrnn.cli.__file__\n"
+               f"sys.exit(lrnn.cli.main([{command!r}, *sys.argv[1:]]))\n"
                if command else
                f"runpy.run_module({self.target!r}, run_name='__main__', alter_sys=True)\n")
         source = f"import runpy, sys\nprint({line!r}, file=sys.stderr)\n" + run
