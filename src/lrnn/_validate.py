@@ -18,6 +18,8 @@ def describe_value(x) -> str:
         return f"a dict with keys {sorted(map(str, x))}"
     if isinstance(x, (list, tuple)) and any(hasattr(v, "shape") for v in x):
         return f"a {type(x).__name__} of {len(x)} arrays"
+    if isinstance(x, (list, tuple)) and any(isinstance(v, (dict, list, tuple)) for v in x):
+        return f"a {type(x).__name__} of {len(x)} items"
     text = " ".join(repr(x).split())
     return text if len(text) <= 120 else text[:117] + "..."
 
@@ -38,8 +40,40 @@ def require_shape(name: str, x, shape: tuple, layout: str = ""):
 
 
 def require_choice(name: str, value, choices):
-    if value not in choices:
-        raise ValueError(f"`{name}`: got {value!r}, expected one of {sorted(choices)}.")
+    """``value`` is one of ``choices`` (by equality and type: ``1`` is not ``True``, and an
+    array or a list is never a choice)."""
+    try:
+        ok = any((isinstance(value, str) if isinstance(c, str) else type(value) is type(c))
+                 and value == c for c in choices)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        listed = sorted(choices, key=repr)
+        raise ValueError(f"`{name}`: got {describe_value(value) if not isinstance(value, str) else repr(value)}, "
+                         f"expected one of {listed}.")
+
+
+def require_bool(name: str, value) -> bool:
+    """``value`` is ``True`` or ``False`` (a NumPy bool too); a string such as ``"no"``, a
+    number or ``None`` is refused, since its truth would be taken silently."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    fail(name, value, "True or False")
+
+
+def require_real_params(name: str, params, keys):
+    """Each ``params[k]`` holds real floating-point numbers (not complex, bool or text)."""
+    for k in keys:
+        v = params[k]
+        dtype = getattr(v, "dtype", None)
+        if dtype is None:
+            try:
+                dtype = np.asarray(v).dtype
+            except (TypeError, ValueError):
+                fail(f"{name}[{k!r}]", v, "a real floating-point array")
+        if not np.issubdtype(dtype, np.floating) and str(dtype) != "bfloat16":
+            fail(f"{name}[{k!r}]", v, "a real floating-point array (not complex, integer, "
+                                      "boolean or text)")
 
 
 def require_positive_int(name: str, value):
@@ -129,6 +163,7 @@ def require_params(name: str, params, keys, origin: str):
         listed = ", ".join(repr(k) for k in missing)
         fail(name, params, f"a dict with the key{'s' if len(missing) > 1 else ''} {listed} "
              f"(from {origin})")
+    require_real_params(name, params, keys)
 
 
 def require_finite(name: str, value, *, low: float | None = None, strict: bool = False) -> float:

@@ -18,7 +18,7 @@ import dataclasses
 import functools
 from typing import Callable, Mapping
 
-from .._validate import require_choice
+from .._validate import require_bool, require_choice
 from . import gru, lru, lstm, ornn, rotrnn
 
 
@@ -67,7 +67,25 @@ def register(layer: Layer, *, replace: bool = False) -> Layer:
     if layer.name in _REGISTRY and not replace:
         raise ValueError(f"`layer`: got the name {layer.name!r}, expected a name not registered "
                          f"yet (registered: {names()}); pass replace=True to overwrite it.")
+    if not isinstance(layer.name, str) or not layer.name.isidentifier():
+        raise ValueError(f"`layer.name`: got {layer.name!r}, expected a name such as 'mylayer'.")
+    for part in ("init", "apply"):
+        if not callable(getattr(layer, part)):
+            raise ValueError(f"`layer.{part}`: got {getattr(layer, part)!r}, expected a function "
+                             f"({part}(key, d_model, d_state, **options) for init, "
+                             "apply(params, u, **options) for apply).")
+    if not isinstance(layer.recurrent_keys, (tuple, list)) or \
+            not all(isinstance(k, str) for k in layer.recurrent_keys):
+        raise ValueError(f"`layer.recurrent_keys`: got {layer.recurrent_keys!r}, expected a "
+                         "tuple of parameter names.")
+    for part in ("init_options", "apply_options"):
+        options = getattr(layer, part)
+        if not isinstance(options, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in options.items()):
+            raise ValueError(f"`layer.{part}`: got {options!r}, expected a dict "
+                             "{keyword: ModelConfig field}.")
     require_choice("layer.output", layer.output, ("d_in", "d_state"))
+    require_bool("layer.bidirectional", layer.bidirectional)
     _REGISTRY[layer.name] = layer
     return layer
 

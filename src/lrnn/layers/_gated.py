@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .._validate import fail, require_key, require_params, require_positive_int
+from .._validate import fail, require_bool, require_key, require_params, require_positive_int
 from .._validate import require_sequence
 
 
@@ -26,6 +26,7 @@ def _uniform(key, shape, fan_in):
 
 def _check_sizes(key, d_in, d_hidden, rotate):
     require_key("key", key)
+    require_bool("rotate", rotate)
     require_positive_int("d_in", d_in)
     require_positive_int("d_hidden", d_hidden)
     if rotate and d_hidden % 2:

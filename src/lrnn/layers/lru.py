@@ -30,12 +30,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._validate import (fail, require_key, require_params, require_positive_int, require_real,
-                        require_sequence)
+from .._validate import (fail, require_bool, require_key, require_params, require_positive_int,
+                        require_real, require_sequence)
 from ..scan import linear_scan
 
 
-def _check_ring(r_min, r_max):
+def check_ring(r_min, r_max):
+    """``(r_min, r_max)`` as floats, ``0 <= r_min <= r_max <= 1`` (Lemma 3.2), or a ValueError."""
     r_min = require_real("r_min", r_min)
     r_max = require_real("r_max", r_max)
     if not 0.0 <= r_min <= 1.0:
@@ -47,7 +48,8 @@ def _check_ring(r_min, r_max):
     return r_min, r_max
 
 
-def _check_phase(max_phase):
+def check_phase(max_phase):
+    """``max_phase`` as a positive float, or a ValueError."""
     max_phase = require_real("max_phase", max_phase)
     if max_phase <= 0:
         fail("max_phase", max_phase, "a positive angle in radians (e.g. 2π, or π/50 for PathX)")
@@ -68,8 +70,8 @@ def ring_from_uniforms(u1, u2, *, r_min=0.0, r_max=1.0, max_phase=math.tau):
 
     ``u1 = 1`` with ``r_max = 1`` gives ``|λ| = 1`` (``nu_log = -inf``); ``u2 = 0`` gives
     ``θ = 0`` (``theta_log = -inf``); both are exact limits, as in the paper's code."""
-    r_min, r_max = _check_ring(r_min, r_max)
-    max_phase = _check_phase(max_phase)
+    r_min, r_max = check_ring(r_min, r_max)
+    max_phase = check_phase(max_phase)
     u1 = jnp.asarray(u1)
     u2 = jnp.asarray(u2)
     nu_log = jnp.log(-0.5 * jnp.log(u1 * (r_max ** 2 - r_min ** 2) + r_min ** 2))
@@ -85,8 +87,8 @@ def ring_init(key, n, r_min=0.0, r_max=1.0, max_phase=math.tau):
     of shape ``(n,)``."""
     require_key("key", key)
     require_positive_int("n", n)
-    r_min, r_max = _check_ring(r_min, r_max)
-    max_phase = _check_phase(max_phase)
+    r_min, r_max = check_ring(r_min, r_max)
+    max_phase = check_phase(max_phase)
     k1, k2 = jax.random.split(key)
     u1 = jax.random.uniform(k1, (n,))
     u2 = jax.random.uniform(k2, (n,))
@@ -118,11 +120,12 @@ def init(key, d_model, d_state, *, r_min=0.0, r_max=1.0, max_phase=math.tau, bid
     require_key("key", key)
     require_positive_int("d_model", d_model)
     require_positive_int("d_state", d_state)
-    r_min, r_max = _check_ring(r_min, r_max)
+    r_min, r_max = check_ring(r_min, r_max)
     if r_min == 1.0:
         fail("r_min", r_min, "a radius below 1: with r_min = r_max = 1 every |λ| = 1, so the "
              "normalisation γ = sqrt(1 - |λ|²) of §3.4 is 0 and every state stays zero")
-    max_phase = _check_phase(max_phase)
+    max_phase = check_phase(max_phase)
+    bidirectional = require_bool("bidirectional", bidirectional)
     k_ring, k_bre, k_bim, k_cre, k_cim, k_d = jax.random.split(key, 6)
     h, n = d_model, d_state
     nu_log, theta_log = ring_init(k_ring, n, r_min, r_max, max_phase)
@@ -174,6 +177,10 @@ def _sizes(params, keys=_STATE_KEYS + _OUTPUT_KEYS):
     if c_shape not in ((h, n), (h, 2 * n)):
         fail("params['C_re']", params["C_re"],
              f"shape (H, N) = {(h, n)} or, bidirectional, (H, 2N) = {(h, 2 * n)}")
+    if "C_im" in keys and jnp.shape(params["C_im"]) != c_shape:
+        fail("params['C_im']", params["C_im"], f"the shape of C_re, {tuple(c_shape)}")
+    if "D" in keys and jnp.shape(params["D"]) != (h,):
+        fail("params['D']", params["D"], f"shape (H,) = ({h},), one skip weight per channel")
     return h, n, c_shape[1] == 2 * n
 
 

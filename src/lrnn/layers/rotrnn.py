@@ -40,8 +40,8 @@ import math
 import jax
 import jax.numpy as jnp
 
-from .._validate import (fail, require_key, require_params, require_positive_int, require_real,
-                        require_sequence)
+from .._validate import (fail, require_bool, require_key, require_params, require_positive_int,
+                        require_real, require_sequence)
 from ..orthogonal import block_rotation, skew_expm
 from ..scan import rotation_scan
 
@@ -59,6 +59,20 @@ def head_size(d_state, n_heads) -> int:
              f"d_state / n_heads = {d_state} / {n_heads} = {n} to be even "
              "(each head rotates pairs of coordinates)")
     return n
+
+
+def check_decays(gamma_min, gamma_max):
+    """``(gamma_min, gamma_max)`` as floats, ``0 < gamma_min <= gamma_max < 1`` (App. B.3), or
+    a ValueError."""
+    gamma_min = require_real("gamma_min", gamma_min)
+    gamma_max = require_real("gamma_max", gamma_max)
+    if not 0.0 < gamma_min < 1.0:
+        fail("gamma_min", gamma_min, "a decay in the open interval (0, 1)")
+    if not 0.0 < gamma_max < 1.0:
+        fail("gamma_max", gamma_max, "a decay in the open interval (0, 1)")
+    if gamma_min > gamma_max:
+        fail("gamma_min", gamma_min, f"a decay no larger than gamma_max = {gamma_max!r}")
+    return gamma_min, gamma_max
 
 
 def init(key, d_model, d_state, n_heads, *, gamma_min=0.9, gamma_max=0.999, max_phase=math.tau,
@@ -90,15 +104,9 @@ def init(key, d_model, d_state, n_heads, *, gamma_min=0.9, gamma_max=0.999, max_
     require_key("key", key)
     require_positive_int("d_model", d_model)
     n = head_size(d_state, n_heads)
-    gamma_min = require_real("gamma_min", gamma_min)
-    gamma_max = require_real("gamma_max", gamma_max)
+    gamma_min, gamma_max = check_decays(gamma_min, gamma_max)
     max_phase = require_real("max_phase", max_phase)
-    if not 0.0 < gamma_min < 1.0:
-        fail("gamma_min", gamma_min, "a decay in the open interval (0, 1)")
-    if not 0.0 < gamma_max < 1.0:
-        fail("gamma_max", gamma_max, "a decay in the open interval (0, 1)")
-    if gamma_min > gamma_max:
-        fail("gamma_min", gamma_min, f"a decay no larger than gamma_max = {gamma_max!r}")
+    bidirectional = require_bool("bidirectional", bidirectional)
     if max_phase <= 0:
         fail("max_phase", max_phase, "a positive angle in radians")
     h, k = n_heads, d_model
@@ -144,6 +152,10 @@ def _sizes(params, keys=_STATE_KEYS + ("C", "D")):
     for name in ("C", "C_rev"):
         if name in params and tuple(jnp.shape(params[name])) != (k, h * n):
             fail(f"params['{name}']", params[name], f"shape (d_model, d_state) = {(k, h * n)}")
+    if "C_rev" in params:
+        require_params("params", params, ("C_rev",), "lrnn.rotrnn.init")
+    if "D" in keys and tuple(jnp.shape(params["D"])) != (k,):
+        fail("params['D']", params["D"], f"shape (d_model,) = ({k},), one skip weight per channel")
     return h, n, k
 
 

@@ -170,9 +170,12 @@ def check_outputs(suite_name: str, names, out_dir, checkpoint_dir=None):
     if checkpoint_dir is not None:
         _io.check_folder(checkpoint_dir, what="checkpoint_dir", create=True)
     for n in names:
+        if not os.path.isdir(out_dir):         # made by the run: nothing there to replace
+            break
         _io.check_destination(record_path(out_dir, suite_name, n), suffixes=(".json",),
                               what="out", owned_by=_io.json_has_keys(*RECORD_KEYS),
                               command="lrnn experiments run (a run record)")
+    for n in names:
         if checkpoint_dir is not None and os.path.isdir(checkpoint_dir):
             from .train import check_outputs as check_train
             check_train(TrainConfig(checkpoint=os.path.join(checkpoint_dir,
