@@ -645,6 +645,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _refuse_unused_flags(parser, argv, cfg: TrainConfig):
+    """A model flag given on the command line that the chosen layer does not use is an error
+    (``--r-min 2 --layer ornn`` would otherwise be ignored)."""
+    given = {a.split("=", 1)[0][2:].replace("-", "_") for a in argv if a.startswith("--")}
+    for name in sorted(given & set(MODEL_FLAGS)):
+        if not model_lib.applies_to(MODEL_FLAGS[name], cfg.layer):
+            users = [n for n in model_lib.layers.names() if model_lib.applies_to(name, n)]
+            parser.error(f"--{name.replace('_', '-')} does not apply to --layer {cfg.layer} "
+                         f"(it applies to {', '.join(users) or 'no layer'}); leave it out")
+
+
 def config_from_args(args) -> TrainConfig:
     return TrainConfig(**{name: getattr(args, name) for name in FLAGS})
 
@@ -665,9 +676,11 @@ def config_to_argv(cfg: TrainConfig) -> list:
 
 def main(argv=None) -> dict:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     try:
         cfg = config_from_args(args)
+        _refuse_unused_flags(parser, argv, cfg)
         check_outputs(cfg)
     except ValueError as err:
         parser.error(str(err))
