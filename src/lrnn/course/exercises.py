@@ -462,12 +462,13 @@ def manual_cell(answer_and_rubric: str, grade_id: str, points):
 
 
 def build(solutions="solutions", exercises="exercises", *, check: bool = False,
-          force: bool = False, out=sys.stdout) -> int:
+          force: bool = False, out=None) -> int:
     """Write (or with ``check=True`` compare) ``exercises/``; return the exit status.
 
     Every notebook to be replaced is checked first: one with edits, or one the build did not
     generate, stops the build (exit 2, nothing written) unless ``force``, which keeps a copy
     ``<name>.backup-<UTC time>`` of each before replacing it."""
+    out = sys.stdout if out is None else out
     for name, value in (("check", check), ("force", force)):
         if not isinstance(value, bool):
             print(f"error: `{name}`: got {value!r}, expected True or False", file=out)
