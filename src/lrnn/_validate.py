@@ -2,8 +2,10 @@
 argument, the value received and what was expected."""
 from __future__ import annotations
 
+import functools
 import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -173,3 +175,21 @@ def require_finite(name: str, value, *, low: float | None = None, strict: bool =
     if low is not None and (value < low or (strict and value == low)):
         fail(name, value, f"a finite number {'>' if strict else '>='} {low}")
     return value
+
+
+def renamed_keywords(**renames):
+    """Decorator: ``old=new`` keyword renames. A call with an old name still works, with a
+    DeprecationWarning naming the new one; both at once is a TypeError."""
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            for old, new in renames.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(f"{fn.__name__}() got both {new!r} and its old name {old!r}")
+                    warnings.warn(f"{fn.__module__}.{fn.__name__}({old}=...) is deprecated: use "
+                                  f"{new}=...", DeprecationWarning, stacklevel=2)
+                    kwargs[new] = kwargs.pop(old)
+            return fn(*args, **kwargs)
+        return wrapper
+    return decorate

@@ -30,9 +30,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._validate import (fail, require_bool, require_key, require_params, require_positive_int,
-                        require_real, require_sequence)
-from ..scan import linear_scan
+from .._validate import (fail, renamed_keywords, require_bool, require_choice, require_key,
+                        require_params, require_positive_int, require_real, require_sequence)
+from ..scan import available_methods, linear_scan
 
 
 def check_ring(r_min, r_max):
@@ -199,41 +199,47 @@ def normalized_B(params):
     return b * jnp.exp(params["gamma_log"])[:, None]
 
 
-def hidden_states(params, u, *, method="auto"):
+@renamed_keywords(method="scan_method")
+def hidden_states(params, u, *, scan_method="auto"):
     """The states ``x_k = Λ x_{k-1} + exp(γ_log) ⊙ (B u_k)``, ``x_0 = 0``.
 
     Args:
       params: from ``init``.
       u: real, shape ``(..., L, H)``.
-      method: forwarded to ``lrnn.linear_scan``.
+      scan_method: the scan backend, passed to ``lrnn.linear_scan`` as its ``method``
+        (``method=`` still works here, deprecated).
 
     Returns:
       complex ``(..., L, N)``; for a bidirectional layer ``(..., L, 2N)``: the forward states
       ``[..., :N]`` followed by the backward states ``[..., N:]``, which solve
       ``x_k = Λ x_{k+1} + exp(γ_log) ⊙ (B u_k)`` with ``x_{L+1} = 0``.
     """
+    require_choice("scan_method", scan_method, available_methods())
     h, _, bidirectional = _sizes(params, _STATE_KEYS + ("C_re",))
-    return _states(params, _check_input(u, h), bidirectional, method)
+    return _states(params, _check_input(u, h), bidirectional, scan_method)
 
 
-def _states(params, u, bidirectional, method):
+def _states(params, u, bidirectional, scan_method):
     lam = eigenvalues(params)
     bu = jnp.einsum("...lh,nh->...ln", u, normalized_B(params))
-    x = linear_scan(lam, bu, method=method)
+    x = linear_scan(lam, bu, method=scan_method)
     if bidirectional:
-        x_rev = linear_scan(lam, bu, reverse=True, method=method)
+        x_rev = linear_scan(lam, bu, reverse=True, method=scan_method)
         x = jnp.concatenate([x, x_rev], axis=-1)
     return x
 
 
-def apply(params, u, *, method="auto"):
+@renamed_keywords(method="scan_method")
+def apply(params, u, *, scan_method="auto"):
     """The LRU layer ``y_k = Re(C x_k) + D ⊙ u_k``: real ``(..., L, H)`` -> ``(..., L, H)``.
 
-    ``method`` is forwarded to ``lrnn.linear_scan``. Bidirectional: ``x_k`` is the
+    ``scan_method`` is the scan backend, passed to ``lrnn.linear_scan`` as its ``method``
+    (``method=`` still works, deprecated). Bidirectional: ``x_k`` is the
     concatenated state of ``hidden_states``."""
+    require_choice("scan_method", scan_method, available_methods())
     h, _, bidirectional = _sizes(params)
     u = _check_input(u, h)
-    x = _states(params, u, bidirectional, method)
+    x = _states(params, u, bidirectional, scan_method)
     c = params["C_re"] + 1j * params["C_im"]
     y = jnp.einsum("...ln,hn->...lh", x, c).real
     return y + params["D"] * u

@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 
 from .._validate import fail, require_choice, require_key, require_params, require_positive_int
-from .._validate import require_sequence
+from .._validate import renamed_keywords, require_sequence
 from ..orthogonal import (check_reflections, compact_wy, eq9_mask, reflect_identity,
                           reflect_vectors, reflection_columns, require_reflection_count)
 
@@ -60,36 +60,37 @@ REFLECTIONS_SCALE = 64
 W_BUILDERS = {"cpu": "identity", "gpu": "wy"}
 
 
-def init(key, d_in: int, d_hidden: int, n_reflections: int | None = None, *,
+@renamed_keywords(d_in="d_model", d_hidden="d_state")
+def init(key, d_model: int, d_state: int, n_reflections: int | None = None, *,
          learn_h0: bool = False) -> dict:
     """Random oRNN parameters (uniform initialisations in the spirit of oRNN §5, zero bias).
 
     ``U`` entries on and below the diagonal ~ U(-1, 1) (eq. 9 layout, zeros elsewhere);
-    ``V`` ~ U(-a, a) with ``a = √(6 / (n + d_in))``; ``b = 0``; ``h0`` ~ U(-c, c) with
+    ``V`` ~ U(-a, a) with ``a = √(6 / (n + d_model))``; ``b = 0``; ``h0`` ~ U(-c, c) with
     ``c = √(3 / (2n))`` when learnt; ``u1 = 1`` when ``m = n``.
 
     Args:
       key: a PRNG key.
-      d_in: input size.
-      d_hidden: ``n``, the hidden size.
+      d_model: the input size (``H`` of the deep model; formerly ``d_in``).
+      d_state: ``n``, the hidden size (formerly ``d_hidden``).
       n_reflections: ``m``, the number of reflection vectors, ``1 <= m <= n`` (default ``n``:
         every orthogonal matrix is reachable, Theorem 1).
     Returns:
-      dict with ``U (n, m)``, ``V (n, d_in)``, ``b (n,)``, and ``h0 (n,)`` / ``u1 ()`` as above.
+      dict with ``U (n, m)``, ``V (n, d_model)``, ``b (n,)``, and ``h0 (n,)`` / ``u1 ()`` as above.
     """
     require_key("key", key)
-    require_positive_int("d_in", d_in)
-    require_positive_int("d_hidden", d_hidden)
-    n = d_hidden
+    require_positive_int("d_model", d_model)
+    require_positive_int("d_state", d_state)
+    n = d_state
     m = n if n_reflections is None else n_reflections
     require_positive_int("n_reflections", m)
-    require_reflection_count("n_reflections", m, n, "d_hidden")
+    require_reflection_count("n_reflections", m, n, "d_state")
     k_u, k_v, k_h = jax.random.split(key, 3)
     U = jax.random.uniform(k_u, (n, m), minval=-1.0, maxval=1.0) * eq9_mask(n, m)
-    a = math.sqrt(6.0 / (n + d_in))
+    a = math.sqrt(6.0 / (n + d_model))
     params = {
         "U": U,
-        "V": jax.random.uniform(k_v, (n, d_in), minval=-a, maxval=a),
+        "V": jax.random.uniform(k_v, (n, d_model), minval=-a, maxval=a),
         "b": jnp.zeros((n,)),
     }
     if learn_h0:
@@ -289,7 +290,7 @@ def step(params, h, x_t, *, activation: str = "leaky_relu"):
     if h.ndim < 1 or h.shape[-1] != n:
         fail("h", h, f"shape (..., n) with n = {n}")
     if x_t.ndim < 1 or x_t.shape[-1] != d_in:
-        fail("x_t", x_t, f"shape (..., d_in) with d_in = {d_in}")
+        fail("x_t", x_t, f"shape (..., d_model) with d_model = {d_in}")
     if x_t.shape[:-1] != h.shape[:-1]:
         fail("x_t", x_t, f"the batch dimensions of h, {h.shape[:-1]}")
     for name, x in (("h", h), ("x_t", x_t)):
@@ -320,7 +321,7 @@ def apply(params, u, *, formulation: str = "auto", activation: str = "leaky_relu
     n, m, d_in = _check_params(params)
     require_choice("formulation", formulation, FORMULATIONS)
     phi = _check_activation(activation, n)
-    u = require_sequence("u", u, d_in, "d_in")
+    u = require_sequence("u", u, d_in, "d_model")
     if formulation == "auto":
         batch = math.prod(u.shape[:-2])
         formulation, _ = choose_formulation(batch, n, m)

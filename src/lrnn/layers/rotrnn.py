@@ -40,10 +40,10 @@ import math
 import jax
 import jax.numpy as jnp
 
-from .._validate import (fail, require_bool, require_key, require_params, require_positive_int,
-                        require_real, require_sequence)
+from .._validate import (fail, renamed_keywords, require_bool, require_choice, require_key,
+                        require_params, require_positive_int, require_real, require_sequence)
 from ..orthogonal import block_rotation, skew_expm
-from ..scan import rotation_scan
+from ..scan import available_methods, rotation_scan
 
 
 def head_size(d_state, n_heads) -> int:
@@ -200,7 +200,7 @@ def _check_input(u, k):
     return require_sequence("u", u, k)
 
 
-def _rotated_states(params, u, p, *, scale_first_state, reverse, method):
+def _rotated_states(params, u, p, *, scale_first_state, reverse, scan_method):
     """``z = Pᵀ x``, shape ``(..., L, H, n)``: the scan of App. B.1 in the rotated basis."""
     h, n, _ = _sizes(params, _STATE_KEYS)
     b_rot = jnp.swapaxes(p, -1, -2) @ params["B"]                         # (H, n, K): PᵀB
@@ -214,11 +214,18 @@ def _rotated_states(params, u, p, *, scale_first_state, reverse, method):
         scaled = scaled.at[..., t0, :, :].set(first[..., t0, :, :])
     flat = scaled.reshape(*scaled.shape[:-2], h * n)
     g = jnp.repeat(gamma(params), n // 2)                                 # one γ per pair
-    z = rotation_scan(g, params["theta"].reshape(-1), flat, reverse=reverse, method=method)
+    z = rotation_scan(g, params["theta"].reshape(-1), flat, reverse=reverse, method=scan_method)
     return z.reshape(*z.shape[:-1], h, n)
 
 
-def hidden_states(params, u, *, scale_first_state=False, reverse=False, method="auto"):
+def _check_options(scan_method, **flags):
+    require_choice("scan_method", scan_method, available_methods())
+    for name, value in flags.items():
+        require_bool(name, value)
+
+
+@renamed_keywords(method="scan_method")
+def hidden_states(params, u, *, scale_first_state=False, reverse=False, scan_method="auto"):
     """The states of eq. 6, ``x_t = γ_h P_h D(θ_h) P_hᵀ x_{t-1} + ξ_h B_h u_t``, ``x_0 = 0``.
 
     Args:
@@ -229,26 +236,30 @@ def hidden_states(params, u, *, scale_first_state=False, reverse=False, method="
         ``E‖x_t‖² = 1 - γ^{2t}`` (see the module docstring).
       reverse: run backwards in time, ``x_t = γ A x_{t+1} + ξ B u_t`` with ``x_{L+1} = 0``
         (the backward pass of a bidirectional layer; its "first" state is at ``t = L``).
-      method: forwarded to ``lrnn.rotation_scan``.
+      scan_method: the scan backend, passed to ``lrnn.rotation_scan`` as its ``method``
+        (``method=`` still works here, deprecated).
 
     Returns:
       real ``(..., L, H, n)``, in the original basis (``x = P z``).
     """
+    _check_options(scan_method, scale_first_state=scale_first_state, reverse=reverse)
     _, _, k = _sizes(params, _STATE_KEYS)
     u = _check_input(u, k)
     p = P(params)
     z = _rotated_states(params, u, p, scale_first_state=scale_first_state, reverse=reverse,
-                        method=method)
+                        scan_method=scan_method)
     return jnp.einsum("hij,...hj->...hi", p, z)
 
 
-def apply(params, u, *, scale_first_state=False, method="auto"):
+@renamed_keywords(method="scan_method")
+def apply(params, u, *, scale_first_state=False, scan_method="auto"):
     """The RotRNN layer ``y_t = C concat_h(x_t) + D ⊙ u_t``: ``(..., L, K)`` -> ``(..., L, K)``.
 
     Runs in the rotated basis with ``C̃ = C · blockdiag(P)`` so no step multiplies by a dense
     matrix (App. B.1). Bidirectional (``C_rev`` present, App. B.2):
     ``y_t = C x_t + C_rev x_t^rev + D ⊙ u_t`` with ``x^rev = hidden_states(..., reverse=True)``.
-    ``scale_first_state`` and ``method`` as in ``hidden_states``."""
+    ``scale_first_state`` and ``scan_method`` as in ``hidden_states``."""
+    _check_options(scan_method, scale_first_state=scale_first_state)
     h, n, k = _sizes(params)
     u = _check_input(u, k)
     p = P(params)
@@ -256,7 +267,7 @@ def apply(params, u, *, scale_first_state=False, method="auto"):
     def read(c, reverse):
         c_rot = jnp.einsum("khi,hij->khj", c.reshape(k, h, n), p)        # C · blockdiag(P)
         z = _rotated_states(params, u, p, scale_first_state=scale_first_state,
-                            reverse=reverse, method=method)
+                            reverse=reverse, scan_method=scan_method)
         return jnp.einsum("khj,...lhj->...lk", c_rot, z)
 
     y = read(params["C"], False)
