@@ -22,6 +22,7 @@ SRC = pathlib.Path(lrnn.__file__).parent
 
 RANKS = [
     ("lrnn._validate", 0),
+    ("lrnn._io", 0),
     ("lrnn.scan", 1),
     ("lrnn.orthogonal", 1),
     ("lrnn.layers", 2),
@@ -141,4 +142,5 @@ def test_python_dash_m_old_names(module):
     out = subprocess.run([sys.executable, "-W", "error", "-m", f"lrnn.{module}", "--help"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert f"python -m lrnn.{module}" in out.stdout
+    # the parsers name the new command (``prog="lrnn train"``) or, not yet moved, the old one
+    assert f"lrnn {module}" in out.stdout or f"python -m lrnn.{module}" in out.stdout
