@@ -69,10 +69,15 @@ class TrainConfig:
     """Everything that defines a run; each field is a ``--flag`` of the command line.
 
     The model is one nested :class:`lrnn.model.ModelConfig`, ``network``, whose fields are
-    flags too (``--model`` sets its ``layer``; see :data:`MODEL_FLAGS`). They are passed and read
-    flat, as before: ``TrainConfig(model="lru", d_state=32).d_state == 32``; its task fields
-    (:data:`TASK_FIELDS`) are set from the task by :func:`model_config`. ``to_dict()`` gives the
-    flat dictionary stored with results and checkpoints.
+    flags too, under the same names (``--layer`` is ``layer``; see :data:`MODEL_FLAGS`). They
+    are passed and read flat: ``TrainConfig(layer="lru", d_state=32).d_state == 32``; its task
+    fields (:data:`TASK_FIELDS`) are set from the task by :func:`model_config`. ``to_dict()``
+    gives the flat dictionary stored with results and checkpoints. The old name ``model`` of
+    ``layer`` is still accepted (:data:`RENAMED`, with a DeprecationWarning), and stored configs
+    that use it are read by :func:`upgrade_config`.
+
+    Every value is checked here, whichever layer it applies to; the command line also refuses
+    a model flag that the chosen layer does not use (``--r-min`` with ``--layer ornn``).
     """
     task: str = _f("adding", f"task: one of {', '.join(data_lib.TASKS)}")
     seq_len: int | None = _f(None, "adding: T; copying: delay T; listops: max length; "
