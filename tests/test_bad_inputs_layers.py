@@ -98,7 +98,7 @@ def test_lru_apply_without_D():
     p = lru.init(KEY, 4, 4)
     del p["D"]
     with pytest.raises(ValueError, match="`params`: got a dict with keys .* the key 'D' "
-                                         r"\(from lrnn.lru.init\)"):
+                                         r"\(from lrnn.layers.lru.init\)"):
         lru.apply(p, jnp.ones((3, 4)))
     lru.hidden_states(p, jnp.ones((3, 4)))                              # D is not needed there
 

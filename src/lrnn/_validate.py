@@ -157,7 +157,7 @@ def require_key(name: str, key):
 
 def require_params(name: str, params, keys, origin: str):
     """``params`` is a dict holding every name in ``keys`` (``origin``: where such a dict
-    comes from, e.g. ``"lrnn.lru.init"``)."""
+    comes from, e.g. ``"lrnn.layers.lru.init"``)."""
     if not isinstance(params, dict):
         fail(name, params, f"a dict of parameters (from {origin})")
     missing = [k for k in keys if k not in params]

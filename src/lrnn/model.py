@@ -69,7 +69,7 @@ def _f(default, help):
 class ModelConfig:
     """Sizes and choices of the deep model (hashable, so it can be a static jit argument).
 
-    Each field's ``help`` is also the help of its ``python -m lrnn.train`` flag (``layer`` is
+    Each field's ``help`` is also the help of its ``lrnn train`` flag (``layer`` is
     ``--layer``; ``d_output``, ``d_input`` and ``vocab_size`` come from the task there).
     ``d_input``: real input channels, or ``None`` with ``vocab_size`` for token inputs (the
     encoder is then a lookup table, i.e. a linear map of one-hot vectors)."""

@@ -235,7 +235,7 @@ def reflect_identity(cols, u1=None):
 
     Closer to float64 (values, orthogonality and gradients) than the compact WY form
     ``I - U T⁻¹ Uᵀ`` (``compact_wy``), but ``k`` dependent steps instead of a few products
-    (``python -m lrnn.bench layer --construction`` measures both)."""
+    (``lrnn bench layer --construction`` measures both)."""
     n, k = cols.shape
     R = jnp.eye(n, dtype=cols.dtype)
     if u1 is not None:

@@ -26,7 +26,7 @@ from ._gated import (_check_input, _check_sizes, _uniform, angles, dtype_of, fus
                      split_rows)
 
 GRU_GATES = ("z", "r", "h")
-_ORIGIN = "lrnn.layers.gru.init (lrnn.rotlstm.gru_init)"
+_ORIGIN = "lrnn.layers.gru.init"
 
 
 @renamed_keywords(d_in="d_model", d_hidden="d_state")

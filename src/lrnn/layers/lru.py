@@ -158,7 +158,7 @@ _OUTPUT_KEYS = ("C_re", "C_im", "D")
 
 def _sizes(params, keys=_STATE_KEYS + _OUTPUT_KEYS):
     """(H, N, bidirectional) from the parameter shapes, checking they agree."""
-    require_params("params", params, keys, "lrnn.lru.init")
+    require_params("params", params, keys, "lrnn.layers.lru.init")
     if jnp.ndim(params["nu_log"]) != 1:
         fail("params['nu_log']", params["nu_log"], "shape (N,)")
     n = jnp.shape(params["nu_log"])[0]

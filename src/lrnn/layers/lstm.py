@@ -27,7 +27,7 @@ from ._gated import (_check_input, _check_sizes, _uniform, angles, dtype_of, fus
                      split_rows)
 
 LSTM_GATES = ("f", "i", "o", "c")
-_ORIGIN = "lrnn.layers.lstm.init (lrnn.rotlstm.init)"
+_ORIGIN = "lrnn.layers.lstm.init"
 
 
 @renamed_keywords(d_in="d_model", d_hidden="d_state")

@@ -54,7 +54,7 @@ FORMULATIONS = ("auto", "dense", "reflections")
 #: REFLECTIONS_SCALE)²`` (n = 128: m <= 4; n = 256: m <= 16): the crossover measured on a
 #: 2-core CPU, where one step of the dense formulation costs about n² multiply-adds per
 #: sequence and one of the reflections m passes of O(n) plus m operations' fixed overhead
-#: (``python -m lrnn.bench layer``, its oRNN batch sweep; ``book/data/bench_layer_cpu.json``).
+#: (``lrnn bench layer``, its oRNN batch sweep; ``book/data/bench_layer_cpu.json``).
 REFLECTIONS_SCALE = 64
 #: How the dense formulation forms W on each backend (see ``_form_W``); other backends: "wy".
 W_BUILDERS = {"cpu": "identity", "gpu": "wy"}
@@ -148,7 +148,7 @@ def _form_W(cols, sign, backend=None):
     closest to float64; its m dependent rank-one updates cost little there next to the scan
     over time. On a GPU: the compact WY form ``I - U T⁻¹ Uᵀ`` (``compact_wy``, oRNN Prop. 1),
     a Gram matrix, a triangular solve and a product, because there every dependent step costs
-    a kernel launch (``python -m lrnn.bench layer --construction`` measures both builders:
+    a kernel launch (``lrnn bench layer --construction`` measures both builders:
     time, float32 error, orthogonality and gradient error against float64)."""
     builder = W_BUILDERS.get(backend or jax.default_backend(), "wy")
     return reflect_identity(cols, sign) if builder == "identity" else compact_wy(cols, sign)
@@ -183,7 +183,7 @@ def _run_reflections(cols, sign, drive, h0, phi):
 def _check_params(params):
     """Validate the shapes of ``params`` (and, on host data, the reflection vectors and
     ``u1``); return ``(n, m, d_in)``."""
-    require_params("params", params, ("U", "V", "b"), "lrnn.ornn.init")
+    require_params("params", params, ("U", "V", "b"), "lrnn.layers.ornn.init")
     U = params["U"]
     if jnp.ndim(U) != 2:
         fail("params['U']", U, "shape (n, m) (oRNN eq. 9)")
@@ -191,7 +191,7 @@ def _check_params(params):
     require_reflection_count("params['U'] (its columns)", m, n)
     if m == n:
         if "u1" not in params:
-            require_params("params", params, ("u1",), "lrnn.ornn.init, with m = n reflections")
+            require_params("params", params, ("u1",), "lrnn.layers.ornn.init, with m = n reflections")
         if jnp.shape(params["u1"]) != ():
             fail("params['u1']", params["u1"], "a scalar (oRNN eq. 7)")
     elif "u1" in params:

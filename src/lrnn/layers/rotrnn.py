@@ -136,7 +136,7 @@ _STATE_KEYS = ("M", "theta", "nu_log", "B")
 
 def _sizes(params, keys=_STATE_KEYS + ("C", "D")):
     """(H, n, K) from the parameter shapes, checking that they agree."""
-    require_params("params", params, keys, "lrnn.rotrnn.init")
+    require_params("params", params, keys, "lrnn.layers.rotrnn.init")
     m_shape = jnp.shape(params["M"])
     if len(m_shape) != 3 or m_shape[1] != m_shape[2] or m_shape[1] % 2:
         fail("params['M']", params["M"], "shape (H, n, n) with n even")
@@ -153,7 +153,7 @@ def _sizes(params, keys=_STATE_KEYS + ("C", "D")):
         if name in params and tuple(jnp.shape(params[name])) != (k, h * n):
             fail(f"params['{name}']", params[name], f"shape (d_model, d_state) = {(k, h * n)}")
     if "C_rev" in params:
-        require_params("params", params, ("C_rev",), "lrnn.rotrnn.init")
+        require_params("params", params, ("C_rev",), "lrnn.layers.rotrnn.init")
     if "D" in keys and tuple(jnp.shape(params["D"])) != (k,):
         fail("params['D']", params["D"], f"shape (d_model,) = ({k},), one skip weight per channel")
     return h, n, k

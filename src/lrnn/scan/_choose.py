@@ -56,7 +56,7 @@ def choose_method(b_shape, *, time_invariant: bool = True, backend: str | None =
                   dtype=jnp.complex64) -> str:
     """What ``method="auto"`` runs for ``b`` of this shape and dtype on this backend.
 
-    * CPU: ``"sequential"``. In ``python -m lrnn.bench scan`` (``book/data/bench_scan_cpu.json``)
+    * CPU: ``"sequential"``. In ``lrnn bench scan`` (``book/data/bench_scan_cpu.json``)
       XLA's ``lax.scan`` loop beat ``"chunked"`` and ``"associative"`` forward and
       forward+backward at B=8, N=256, L = 1K…16K: a CPU has few lanes, all of them already
       busy with the N channels, so the parallel methods only add passes over memory.
@@ -87,7 +87,7 @@ def describe(b_shape=(8, 4096, 256), *, time_invariant: bool = True, dtype=jnp.c
     method = choose_method(b_shape, time_invariant=time_invariant, backend=backend, dtype=dtype)
     reasons = {
         "sequential": ("on a CPU the lax.scan loop is the fastest and leanest at every size "
-                       "measured (python -m lrnn.bench scan): the N channels already fill the "
+                       "measured (lrnn bench scan): the N channels already fill the "
                        "few vector lanes, so parallel scans only add passes over memory"),
         "associative": ("on a GPU it is the fastest XLA method measured (the stored H100 "
                         "benchmark): log L fully parallel levels, each a fused pass"),

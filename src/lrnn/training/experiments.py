@@ -188,8 +188,8 @@ def run_one(suite_name: str, name: str, cfg: TrainConfig, out_dir: str, *, progr
 
     With ``checkpoint_dir`` the run checkpoints at every evaluation to
     ``checkpoint_dir/<suite>__<name>.npz`` and resumes from there when started again, so a
-    long run can be split over several sessions (e.g. ``timeout 590 python -m
-    lrnn.experiments run ... --checkpoint-dir ckpt``, repeated until its JSON appears). The
+    long run can be split over several sessions (e.g. ``timeout 590 lrnn experiments run
+    ... --checkpoint-dir ckpt``, repeated until its JSON appears). The
     record then says ``"resumed": true`` and its ``wall_time_s`` covers the last session."""
     trained = cfg
     check_outputs(suite_name, [name], out_dir, checkpoint_dir)

@@ -1,4 +1,4 @@
-"""Training loop for the deep model on the tasks of :mod:`lrnn.data`.
+"""Training loop for the deep model on the tasks of :mod:`lrnn.training.data`.
 
 * optax AdamW with a linear warm-up from 1e-7 over the first ``warmup_frac`` of training and
   cosine annealing back to 1e-7 (LRU App. D.2);
@@ -190,7 +190,7 @@ def _flags():
     return out
 
 
-#: Every flag of ``python -m lrnn.train`` (underscores for dashes) and the dataclass field
+#: Every flag of ``lrnn train`` (underscores for dashes) and the dataclass field
 #: that declares it (TrainConfig's own, or ModelConfig's for the model flags).
 FLAGS = _flags()
 
