@@ -546,7 +546,9 @@ def build(solutions="solutions", exercises="exercises", *, check: bool = False,
     exercises.mkdir(parents=True, exist_ok=True)
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     for name, _ in refused:
-        backup = exercises / f"{name}.backup-{when}"
+        backup, k = exercises / f"{name}.backup-{when}", 1
+        while backup.exists():                    # never overwrite an earlier backup
+            backup, k = exercises / f"{name}.backup-{when}-{k}", k + 1
         shutil.copy2(exercises / name, backup)
         print(f"kept a backup of exercises/{name} in {backup}", file=out)
     for name in changed:

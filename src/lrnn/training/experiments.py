@@ -241,7 +241,8 @@ def load_results(path_or_dir: str) -> list:
 
 def load_record(path) -> dict:
     """One stored run record; a ValueError naming the file if it is not valid JSON or lacks
-    a key a record has. Old records (``config["model"]``) are read in today's names."""
+    a key a record has. Old records (``config["model"]``) also get today's names
+    (``config["layer"]``)."""
     try:
         with open(path, encoding="utf-8") as f:
             record = json.load(f)
@@ -256,7 +257,8 @@ def load_record(path) -> dict:
             or not isinstance(record["device"], dict) or "platform" not in record["device"]:
         raise ValueError(f"stored result {str(path)!r}: 'config' and 'best' must be objects "
                          "and 'device' must name its 'platform'.")
-    record["config"] = upgrade_config(record["config"])
+    # today's names added; an old record keeps its old keys too (code that reads them still runs)
+    record["config"] = {**record["config"], **upgrade_config(record["config"])}
     return record
 
 
