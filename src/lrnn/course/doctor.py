@@ -906,6 +906,8 @@ def run_doctor(*, quick: bool = False, repo: Path | None = None, out_dir: Path |
     ``out_dir`` and the two report files are checked before any step runs (see
     :func:`check_out_dir`), so a bad ``--out-dir`` costs nothing."""
     repo = repo or find_repo()
+    if out_dir is None and repo is not None and not quick:
+        out_dir = repo / "book" / "data"          # the default of a full run, checked now too
     report_dir = check_out_dir(out_dir, quick=quick)
     started = time.perf_counter()
     date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -969,10 +971,8 @@ def run_doctor(*, quick: bool = False, repo: Path | None = None, out_dir: Path |
         "counts": counts,
         "ok": counts[FAIL] == 0,
     }
-    if out_dir is None:
-        out_dir = (repo / "book" / "data") if (repo is not None and not quick) else \
-            Path(tempfile.mkdtemp(prefix="lrnn-doctor-report-"))
-    out_dir = Path(report_dir or out_dir)
+    out_dir = Path(report_dir) if report_dir is not None else \
+        Path(tempfile.mkdtemp(prefix="lrnn-doctor-report-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = f"doctor{'-quick' if quick else ''}_{device_slug(env)}"
     report["files"] = [str(out_dir / f"{stem}.json"), str(out_dir / f"{stem}.md")]
