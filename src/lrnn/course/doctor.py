@@ -991,7 +991,8 @@ def check_out_dir(out_dir, *, quick: bool):
         return None
     import jax
     d = jax.devices()[0]
-    stem = f"doctor{'-quick' if quick else ''}_{device_slug({'platform': d.platform, 'device_kind': d.device_kind})}"
+    slug = device_slug({"platform": d.platform, "device_kind": d.device_kind})
+    stem = f"doctor{'-quick' if quick else ''}_{slug}"
     folder = _io.check_folder(out_dir, what="--out-dir", create=True)
     _io.check_destination(folder / f"{stem}.json", suffixes=(".json",), what="--out-dir",
                           owned_by=_io.json_has_keys("doctor", "results", "counts"),
@@ -1087,10 +1088,10 @@ def _main_check(argv):
     p.add_argument("--cell-timeout", type=_positive_seconds, default=600,
                    help="seconds before a cell is stopped")
     args = p.parse_args(argv)
-    if args.repo is not None and not (args.repo / "src" / "lrnn").is_dir() \
-            and not (args.repo / "solutions").is_dir():
+    if args.repo is not None and not ((args.repo / "solutions").is_dir()
+                                      or (args.repo / "book").is_dir()):
         p.error(f"--repo: got {str(args.repo)!r}, expected the course repository (a folder "
-                "with solutions/ and book/)")
+                "with solutions/ or book/)")
     try:
         check_out_dir(args.out_dir, quick=args.quick)
     except ValueError as err:
