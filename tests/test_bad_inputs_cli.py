@@ -299,8 +299,8 @@ def test_build_refuses_to_overwrite_a_students_answer(course):
     sol, exe = course
     nb = sorted(exe.glob(ex.NOTEBOOK_GLOB))[0]
     data = json.loads(nb.read_text())
-    data["cells"].append({"cell_type": "code", "metadata": {}, "source": "answer = 42",
-                          "outputs": [], "execution_count": None})
+    data["cells"].append({"cell_type": "code", "id": "student-cell", "metadata": {},
+                          "source": "answer = 42", "outputs": [], "execution_count": None})
     nb.write_text(json.dumps(data, indent=1))
     # the solution changes, so the build has something to write
     s = sorted(sol.glob(ex.NOTEBOOK_GLOB))[0]

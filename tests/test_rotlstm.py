@@ -84,8 +84,9 @@ def test_gru_matches_equations(x64, rng, rotate):
 
 def test_init_shapes_and_concatenation_order():
     p = rotlstm.init(jax.random.PRNGKey(0), d_model=3, d_state=8)
-    with pytest.warns(DeprecationWarning, match="d_model"):
+    with pytest.warns(DeprecationWarning) as record:
         old = rotlstm.init(jax.random.PRNGKey(0), d_in=3, d_hidden=8)
+    assert sorted(str(w.message).split("(")[1].split("=")[0] for w in record) == ["d_hidden", "d_in"]
     assert jax.tree_util.tree_all(jax.tree_util.tree_map(lambda a, b: bool((a == b).all()), p, old))
     for g in "fioc":
         assert p[f"W_{g}"].shape == (8, 11) and p[f"b_{g}"].shape == (8,)
