@@ -62,11 +62,18 @@ def built():
     (dict(d_input=3), r"`params\['encoder'\]\['W'\]`.*d_input"),
     (dict(d_output=2), r"`params\['decoder'\]\['W'\]`"),
     (dict(layer="ornn", d_state=6), r"glu.*layer 'ornn'"),
+    (dict(d_state=4), r"`params\['blocks'\]\[0\]\['layer'\]\['B_im'\]`.*\(4, 8\)"),
+    (dict(bidirectional=True), r"\['C_im'\]`.*\(8, 16\)"),
+    (dict(layer="rotrnn"), r"`params\['blocks'\]\[0\]\['layer'\]`.*'M'.*layer 'rotrnn'"),
+    (dict(r_min=0.5), None),                      # an init option: the same shapes, accepted
 ])
 def test_params_and_config_must_agree(built, change, match):
     cfg, params, state = built
     other = model.ModelConfig(**{**SMALL, **change})
     x = jnp.ones((2, 5, other.d_input))
+    if match is None:
+        assert model.apply(params, state, x, other)[0].shape == (2, 1)
+        return
     with pytest.raises(ValueError, match=match):
         model.apply(params, state, x, other)
 

@@ -19,6 +19,7 @@ config, train=..., key=...)``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import jax
@@ -294,6 +295,30 @@ def check_params(params, state, cfg: ModelConfig):
     for name, value, shape, text in shapes:
         if value is None or tuple(np.shape(value)) != shape:
             fail(name, value, f"shape {text}, as cfg says")
+    want = _layer_shapes(cfg)
+    for i, block in enumerate(blocks if want is not None else ()):
+        got = block.get("layer")
+        if not isinstance(got, dict) or set(got) != set(want):
+            fail(f"params['blocks'][{i}]['layer']", got,
+                 f"the parameters {sorted(want)} of layer {cfg.layer!r} (as cfg says)")
+        for k, shape in want.items():
+            if tuple(np.shape(got[k])) != shape:
+                fail(f"params['blocks'][{i}]['layer'][{k!r}]", got[k],
+                     f"shape {shape} for layer {cfg.layer!r} with d_model = {cfg.d_model}, "
+                     f"d_state = {cfg.d_state} and its options, as cfg says")
+
+
+@functools.lru_cache(maxsize=64)
+def _layer_shapes(cfg: ModelConfig) -> dict | None:
+    """``{name: shape}`` of one block's layer parameters for ``cfg``, from an abstract
+    evaluation of the layer's ``init`` (no arrays are made)."""
+    try:
+        tree = jax.eval_shape(lambda: _layer_init(jax.random.PRNGKey(0), cfg))
+    except Exception:         # a layer of one's own whose init needs concrete values: not checked
+        return None
+    if not isinstance(tree, dict):
+        return None
+    return {k: tuple(getattr(v, "shape", ())) for k, v in tree.items()}
 
 
 def apply(params, state, x, cfg: ModelConfig, *, train: bool = False, key=None):
