@@ -98,7 +98,7 @@ def test_lru_apply_without_D():
     p = lru.init(KEY, 4, 4)
     del p["D"]
     with pytest.raises(ValueError, match="`params`: got a dict with keys .* the key 'D' "
-                                         r"\(from lrnn.lru.init\)"):
+                                         r"\(from lrnn.layers.lru.init\)"):
         lru.apply(p, jnp.ones((3, 4)))
     lru.hidden_states(p, jnp.ones((3, 4)))                              # D is not needed there
 
@@ -135,8 +135,8 @@ def test_out_of_range_tokens_are_errors_not_remapped():
 def test_unknown_layer_names_list_the_known_ones():
     with pytest.raises(ValueError, match="`layer`: got 'transformer'.*'lru'.*'rotgru'"):
         model.ModelConfig(layer="transformer")
-    with pytest.raises(ValueError, match="`model`: got 'rnn'.*'ornn'"):
-        train.TrainConfig(model="rnn")
+    with pytest.raises(ValueError, match="`layer`: got 'rnn'.*'ornn'"):
+        train.TrainConfig(layer="rnn")
 
 
 # ---------------------------------------------------------------- training
@@ -155,7 +155,7 @@ def test_train_config_rejects(kw, name):
 
 
 def _tiny_run(tmp_path, **kw):
-    base = dict(task="adding", seq_len=6, model="ornn", depth=1, d_model=4, d_state=4,
+    base = dict(task="adding", seq_len=6, layer="ornn", depth=1, d_model=4, d_state=4,
                 batch_size=4, steps=5, eval_every=5, n_test=8, warmup_frac=0.0,
                 checkpoint=str(tmp_path / "c.npz"))
     return train.TrainConfig(**{**base, **kw})

@@ -156,3 +156,57 @@ def test_a_non_positive_time_budget_is_refused(nothing_runs, value):
 def test_unknown_xla_methods_in_plans_are_refused(nothing_runs):
     with pytest.raises(SystemExit, match=r"--xla-methods: got 'pallas'"):
         bench.main(["plans", "--interpret", "--xla-methods", "pallas"])
+
+
+# ---------------------------------------------------------------- issue 20: what auto runs
+
+@pytest.mark.parametrize("shape, match", [
+    (None, "`b_shape`: got None"), ("abc", "`b_shape`: got 'abc'"), ((0,), r"`b_shape`.*\(0,\)"),
+    ((4,), "`b_shape`"), ((4, 0, 8), "L >= 1"), ((4, -1), "`b_shape`"), ((4.0, 8), "`b_shape`"),
+    ((True, 8), "`b_shape`"), (5, "`b_shape`"),
+])
+def test_choose_method_and_describe_refuse_bad_shapes(shape, match):
+    from lrnn.scan import choose_method, describe
+    with pytest.raises(ValueError, match=match):
+        choose_method(shape)
+    with pytest.raises(ValueError, match=match):
+        describe(shape)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(backend="nosuch"), "`backend`: got 'nosuch'.*'cpu'"), (dict(backend="GPU"), "`backend`"),
+    (dict(time_invariant="no"), "`time_invariant`: got 'no'"),
+    (dict(dtype="nosuch"), "`dtype`"), (dict(dtype=jnp.int32), "`dtype`.*floating"),
+])
+def test_choose_method_refuses_bad_options(kw, match):
+    from lrnn.scan import choose_method
+    with pytest.raises(ValueError, match=match):
+        choose_method((4, 8), **kw)
+
+
+def test_choose_method_answers_valid_requests():
+    from lrnn.scan import choose_method, describe
+    assert choose_method((4, 8), backend="cpu") == "sequential"
+    assert choose_method([2, 4, 8], backend="cpu", dtype=jnp.float32) == "sequential"
+    assert "sequential" in describe((8, 4096, 256)) or "associative" in describe((8, 4096, 256))
+
+
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16])
+def test_rotation_scan_takes_half_precision_b_like_linear_scan(dtype):
+    gamma, theta = jnp.full(2, 0.9), jnp.array([0.3, -1.2])
+    b = jnp.linspace(-1, 1, 20).reshape(5, 4)
+    x = lrnn.rotation_scan(gamma, theta, b.astype(dtype))
+    want = lrnn.rotation_scan(gamma, theta, b.astype(dtype).astype(jnp.float32))
+    assert x.dtype == jnp.result_type(dtype, jnp.float32) and x.shape == b.shape
+    np.testing.assert_allclose(np.asarray(x, np.float32), np.asarray(want), rtol=1e-6, atol=1e-6)
+    lin = lrnn.linear_scan(A.astype(dtype), B.astype(dtype))
+    assert lin.dtype == dtype                       # linear_scan keeps it; both run
+
+
+def test_forward_mode_through_the_scan_is_documented():
+    """linear_scan has a custom VJP: jacfwd cannot go through it; the docstring says so and
+    points to jacrev, which works."""
+    import jax
+    assert "jacfwd" in lrnn.linear_scan.__doc__ and "jacrev" in lrnn.linear_scan.__doc__
+    jac = jax.jacrev(lambda b: lrnn.linear_scan(A, b).sum(0))(B)
+    assert jac.shape == (4, 5, 4)

@@ -37,7 +37,7 @@ def read(path):
 # --------------------------------------------------------------------------------------
 
 def test_build_check_passes():
-    proc = subprocess.run([sys.executable, "-m", "lrnn.exercises", "build", "--check"],
+    proc = subprocess.run([sys.executable, "-m", "lrnn.course.exercises", "build", "--check"],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "up to date" in proc.stdout
@@ -60,10 +60,18 @@ def test_build_check_detects_drift_and_build_repairs_it(tmp_path):
     assert f"differs: exercises/{first.name}" in text
     assert re.search(r"^\s*-.*raise NotImplemented\(", text, re.M), text
     assert f"missing: exercises/{second.name}" in text and "99_stale.ipynb" in text
+    edited = first.read_bytes()
     out = io.StringIO()
-    assert ex.build(sol, exe, out=out) == 1       # repairs, but never deletes a notebook
+    assert ex.build(sol, exe, out=out) == 2       # an edited notebook: nothing is written
+    assert f"{first.name}: edited since the build wrote it" in out.getvalue()
+    assert first.read_bytes() == edited and not (exe / second.name).exists()
+    out = io.StringIO()
+    assert ex.build(sol, exe, force=True, out=out) == 1   # repairs, never deletes a notebook
     assert (exe / "99_stale.ipynb").exists() and "have no solution" in out.getvalue()
+    (backup,) = exe.glob(f"{first.name}.backup-*")
+    assert backup.read_bytes() == edited
     (exe / "99_stale.ipynb").unlink()
+    backup.unlink()
     assert ex.build(sol, exe, check=True, out=io.StringIO()) == 0
 
 

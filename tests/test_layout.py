@@ -23,6 +23,7 @@ SRC = pathlib.Path(lrnn.__file__).parent
 
 RANKS = [
     ("lrnn._validate", 0),
+    ("lrnn._io", 0),
     ("lrnn.scan", 1),
     ("lrnn.orthogonal", 1),
     ("lrnn.layers", 2),

@@ -168,8 +168,8 @@ def test_hidden_states_and_apply_match_naive_loop(method, bidirectional, shape, 
     params = lru.init(jax.random.key(5), 3, 4, r_min=0.7, r_max=0.99, bidirectional=bidirectional)
     u = rng.standard_normal(shape)
     x_ref, y_ref = np_forward_batched(params, u)
-    x = lru.hidden_states(params, u, method=method)
-    y = lru.apply(params, u, method=method)
+    x = lru.hidden_states(params, u, scan_method=method)
+    y = lru.apply(params, u, scan_method=method)
     n = 8 if bidirectional else 4
     assert x.shape == (*shape[:-1], n) and jnp.iscomplexobj(x)
     assert y.shape == shape
@@ -196,7 +196,7 @@ def test_gradients_are_finite_and_correct(rng):
     u = rng.standard_normal((4, 3))
     grads = jax.grad(lambda p: jnp.sum(lru.apply(p, u) ** 2))(params)
     assert all(np.all(np.isfinite(g)) for g in grads.values())
-    jax.test_util.check_grads(lambda p: lru.apply(p, u, method="sequential"), (params,),
+    jax.test_util.check_grads(lambda p: lru.apply(p, u, scan_method="sequential"), (params,),
                               order=1, modes=("rev",))
 
 

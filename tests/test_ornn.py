@@ -386,18 +386,18 @@ def test_apply_with_oplu(rng, formulation):
 
 def test_errors_name_the_argument(rng):
     key = jax.random.PRNGKey(0)
-    with pytest.raises(ValueError, match="`n_reflections`.*m <= d_hidden = 4"):
+    with pytest.raises(ValueError, match="`n_reflections`.*m <= d_state = 4"):
         ornn.init(key, 2, 4, 5)
-    with pytest.raises(ValueError, match="`d_hidden`"):
+    with pytest.raises(ValueError, match="`d_state`"):
         ornn.init(key, 2, 0, 1)
-    with pytest.raises(ValueError, match="`d_in`"):
+    with pytest.raises(ValueError, match="`d_model`"):
         ornn.init(key, 2.5, 4, 1)
     p = random_params(rng, 2, 4, 2)
-    with pytest.raises(ValueError, match="`u`.*d_in = 2"):
+    with pytest.raises(ValueError, match="`u`.*d_model = 2"):
         ornn.apply(p, rng.normal(size=(5, 3)))
-    with pytest.raises(ValueError, match="`u`.*\\(\\.\\.\\., L, d_in\\)"):
+    with pytest.raises(ValueError, match="`u`.*\\(\\.\\.\\., L, d_model\\)"):
         ornn.apply(p, rng.normal(size=(2,)))
-    with pytest.raises(ValueError, match="`x_t`.*d_in = 2"):
+    with pytest.raises(ValueError, match="`x_t`.*d_model = 2"):
         ornn.step(p, np.zeros(4), np.zeros(3))
     with pytest.raises(ValueError, match="`h`.*n = 4"):
         ornn.step(p, np.zeros(3), np.zeros(2))

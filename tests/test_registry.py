@@ -42,7 +42,68 @@ def test_every_layer_has_the_same_signature(name):
     assert y.shape == (2, 5, spec.width(d_in, d_state))
     assert set(spec.recurrent_keys) - {"u1"} <= set(params)
     first = list(inspect.signature(spec.init).parameters)[:3]
-    assert len(first) == 3 and first[0] == "key"
+    assert first == ["key", "d_model", "d_state"]          # one naming scheme for every layer
+    # options keep their ModelConfig name all the way down
+    assert all(arg == field for arg, field in {**spec.init_options, **spec.apply_options}.items())
+
+
+@pytest.mark.parametrize("name", ["ornn", "lstm", "rotlstm", "gru", "rotgru"])
+def test_old_size_keywords_still_work_with_a_warning(name):
+    spec = layers.get(name)
+    new = spec.init(KEY, d_model=3, d_state=4)
+    with pytest.warns(DeprecationWarning, match="d_in=.*use d_model"):
+        old = spec.init(KEY, d_in=3, d_state=4)
+    assert jax.tree_util.tree_all(jax.tree_util.tree_map(lambda a, b: bool(jnp.all(a == b)),
+                                                         new, old))
+    with pytest.raises(TypeError, match="both"):
+        spec.init(KEY, d_in=3, d_model=3, d_state=4)
+
+
+@pytest.mark.parametrize("name", ["lru", "rotrnn"])
+def test_old_method_keyword_still_works_with_a_warning(name):
+    mod = getattr(layers, name)
+    params = layers.get(name).init(KEY, 4, 4, **({"n_heads": 2} if name == "rotrnn" else {}))
+    u = jnp.ones((3, 4))
+    with pytest.warns(DeprecationWarning, match="method=.*use scan_method"):
+        old = mod.apply(params, u, method="sequential")
+    np.testing.assert_array_equal(old, mod.apply(params, u, scan_method="sequential"))
+    with pytest.raises(ValueError, match="`scan_method`: got 'nosuch'"):
+        mod.apply(params, u, scan_method="nosuch")
+
+
+def test_the_registry_is_read_live():
+    spec = layers.Layer("late", layers.get("lru").init, layers.get("lru").apply, ("nu_log",),
+                        output="d_model", bidirectional=True)
+    layers.register(spec)
+    try:
+        assert "late" in model.LAYERS and "late" in model.BIDIRECTIONAL_LAYERS
+        assert model.RECURRENT_KEYS["late"] == ("nu_log",)
+        model.ModelConfig(layer="late", bidirectional=True)
+    finally:
+        layers._REGISTRY.pop("late")
+    assert "late" not in model.LAYERS and "late" not in model.RECURRENT_KEYS
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(init=None), "`layer.init`"), (dict(apply="apply"), "`layer.apply`"),
+    (dict(name=""), "`layer.name`"), (dict(name=3), "`layer.name`"),
+    (dict(recurrent_keys="W"), "`layer.recurrent_keys`"),
+    (dict(init_options=["r_min"]), "`layer.init_options`"),
+    (dict(apply_options={"method": 1}), "`layer.apply_options`"),
+    (dict(output="width"), "`layer.output`"), (dict(bidirectional="no"), "`layer.bidirectional`"),
+])
+def test_register_refuses_a_layer_it_cannot_run(kw, match):
+    base = dict(name="bad", init=layers.get("gru").init, apply=layers.get("gru").apply,
+                recurrent_keys=("W_z",))
+    with pytest.raises(ValueError, match=match):
+        layers.register(layers.Layer(**{**base, **kw}))
+    assert "bad" not in layers.names()
+
+
+def test_which_options_apply_to_which_layer():
+    assert model.applies_to("r_min", "lru") and not model.applies_to("r_min", "ornn")
+    assert model.applies_to("scan_method", "rotrnn") and not model.applies_to("scan_method", "gru")
+    assert model.applies_to("n_reflections", "ornn") and model.applies_to("depth", "gru")
 
 
 def test_the_model_is_built_through_the_registry():
@@ -53,7 +114,7 @@ def test_the_model_is_built_through_the_registry():
                 "B": jnp.ones((d_state, d_in)), "bias": jnp.zeros(d_state)}
 
     def apply(params, u, *, method):
-        assert method == "sequential"
+        assert method == "sequential"               # a layer of its own may name it its way
         def step(h, x):
             h = jnp.tanh(h @ params["A"].T + x @ params["B"].T + params["bias"])
             return h, h

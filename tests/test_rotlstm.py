@@ -83,7 +83,11 @@ def test_gru_matches_equations(x64, rng, rotate):
 
 
 def test_init_shapes_and_concatenation_order():
-    p = rotlstm.init(jax.random.PRNGKey(0), d_in=3, d_hidden=8)
+    p = rotlstm.init(jax.random.PRNGKey(0), d_model=3, d_state=8)
+    with pytest.warns(DeprecationWarning) as record:
+        old = rotlstm.init(jax.random.PRNGKey(0), d_in=3, d_hidden=8)
+    assert sorted(str(w.message).split("(")[1].split("=")[0] for w in record) == ["d_hidden", "d_in"]
+    assert jax.tree_util.tree_all(jax.tree_util.tree_map(lambda a, b: bool((a == b).all()), p, old))
     for g in "fioc":
         assert p[f"W_{g}"].shape == (8, 11) and p[f"b_{g}"].shape == (8,)
     assert p["W_rot"].shape == (4, 11) and p["b_rot"].shape == (4,)
@@ -113,11 +117,11 @@ def test_gradients_are_finite_and_match_finite_differences(x64, rng):
 
 
 def test_bad_input_raises():
-    with pytest.raises(ValueError, match="d_hidden.*5.*even"):
+    with pytest.raises(ValueError, match="d_state.*5.*even"):
         rotlstm.init(jax.random.PRNGKey(0), 2, 5)
     rotlstm.init(jax.random.PRNGKey(0), 2, 5, rotate=False)  # odd is fine without rotation
     p = rotlstm.init(jax.random.PRNGKey(0), 2, 4)
-    with pytest.raises(ValueError, match="`u`.*\\(3, 5\\).*d_in = 2"):
+    with pytest.raises(ValueError, match="`u`.*\\(3, 5\\).*d_model = 2"):
         rotlstm.apply(p, jnp.ones((3, 5)))
-    with pytest.raises(ValueError, match="d_in"):
+    with pytest.raises(ValueError, match="d_model"):
         rotlstm.gru_init(jax.random.PRNGKey(0), 0, 4)

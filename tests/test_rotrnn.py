@@ -185,10 +185,10 @@ def test_every_scan_method_is_forwarded(method, rng):
     params = rotrnn.init(jax.random.key(6), 3, 8, 2, gamma_min=0.6, gamma_max=0.95,
                          bidirectional=True)
     u = rng.standard_normal((2, 9, 3))
-    x = rotrnn.hidden_states(params, u, reverse=True, method=method)
+    x = rotrnn.hidden_states(params, u, reverse=True, scan_method=method)
     np.testing.assert_allclose(x, batched(lambda v: np_states(params, v, reverse=True), u),
                                rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(rotrnn.apply(params, u, method=method),
+    np.testing.assert_allclose(rotrnn.apply(params, u, scan_method=method),
                                batched(lambda v: np_apply(params, v), u), rtol=1e-10, atol=1e-12)
 
 
@@ -208,7 +208,7 @@ def test_gradients_finite_and_checked(rng):
     params = rotrnn.init(jax.random.key(7), 3, 8, 2, bidirectional=True)
     u = rng.standard_normal((3, 3))
     # Compiled once: differentiating expm (Lemma 2) op by op is slow.
-    loss = jax.jit(lambda p: jnp.sum(rotrnn.apply(p, u, method="sequential") ** 2))
+    loss = jax.jit(lambda p: jnp.sum(rotrnn.apply(p, u, scan_method="sequential") ** 2))
     jax.test_util.check_grads(loss, (params,), order=1, modes=("rev",))
     grads = jax.grad(loss)(params)
     assert set(grads) == set(params)

@@ -17,7 +17,7 @@ from lrnn import experiments, model, train
 def test_lru_learns_the_adding_problem():
     """LRU on the adding problem, T = 100: test MSE below 0.0167, 10x under the 0.167 of
     predicting the mean (oRNN §5.2). About 15 s of CPU time."""
-    cfg = train.TrainConfig(task="adding", seq_len=100, model="lru", depth=1, d_model=32,
+    cfg = train.TrainConfig(task="adding", seq_len=100, layer="lru", depth=1, d_model=32,
                             d_state=32, r_min=0.9, batch_size=32, steps=500, lr=3e-3,
                             eval_every=250, n_test=500, scan_method="sequential", seed=0)
     res = train.train(cfg, progress=False)
@@ -27,7 +27,7 @@ def test_lru_learns_the_adding_problem():
 
 
 def _tiny(tmp_path, **kw):
-    base = dict(task="copying", seq_len=6, copy_k=2, model="rotrnn", depth=1, d_model=8,
+    base = dict(task="copying", seq_len=6, copy_k=2, layer="rotrnn", depth=1, d_model=8,
                 d_state=8, n_heads=2, norm="batch", dropout=0.1, batch_size=4, steps=6,
                 eval_every=2, n_test=8, clip=1.0, lr_factor=0.5,
                 checkpoint=str(tmp_path / "ckpt.npz"))
@@ -64,7 +64,7 @@ def test_checkpoint_round_trip_and_config_check(tmp_path):
     tx = train.make_optimizer(cfg, model.recurrent_mask(params, mcfg))
     step, (p, s, o), meta = train.load_checkpoint(cfg.checkpoint, (params, state, tx.init(params)))
     hist, saved = meta["history"], meta["config"]
-    assert step == 2 and hist == res["history"] and saved["model"] == "rotrnn"
+    assert step == 2 and hist == res["history"] and saved["layer"] == "rotrnn"
     assert _leaves_equal(p, res["params"]) and _leaves_equal(s, res["state"])
     path = tmp_path / "again.npz"
     train.save_checkpoint(path, step, p, s, o, hist, saved)
@@ -111,7 +111,7 @@ def test_history_files(tmp_path):
         train.save_history(h, tmp_path / "h.txt")
 
 
-@pytest.mark.parametrize("kw, name", [({"task": "mnist10"}, "`task`"), ({"model": "rnn"}, "`model`"),
+@pytest.mark.parametrize("kw, name", [({"task": "mnist10"}, "`task`"), ({"layer": "rnn"}, "`layer`"),
                                       ({"steps": 0}, "`steps`"), ({"lr": -1.0}, "`lr`"),
                                       ({"clip": 0.0}, "`clip`")])
 def test_config_rejects_bad_arguments(kw, name):
@@ -119,12 +119,13 @@ def test_config_rejects_bad_arguments(kw, name):
         train.TrainConfig(**kw)
 
 
-#: The flags of ``python -m lrnn.train`` before the configuration was nested (issue 11): they
-#: must all stay, with their types and defaults. NEW_FLAGS were added since.
+#: The flags of ``lrnn train`` before the configuration was nested (issue 11): they must all
+#: stay, with their types and defaults (``--model`` is now ``--layer``, and still accepted;
+#: ``--pool`` got the choice ``auto`` for the task's default). NEW_FLAGS were added since.
 OLD_FLAGS = {
     "task": "adding", "seq_len": None, "copy_k": 10, "n_train": None, "listops_depth": 10,
-    "n_test": 1000, "model": "lru", "depth": 2, "d_model": 64, "d_state": 64, "n_heads": 8,
-    "n_reflections": None, "norm": "layer", "pool": None, "dropout": 0.0,
+    "n_test": 1000, "layer": "lru", "depth": 2, "d_model": 64, "d_state": 64, "n_heads": 8,
+    "n_reflections": None, "norm": "layer", "pool": "auto", "dropout": 0.0,
     "bidirectional": False, "r_min": 0.0, "r_max": 1.0, "max_phase": 2 * np.pi,
     "gamma_min": 0.9, "gamma_max": 0.999, "scan_method": "auto", "steps": 1000,
     "batch_size": 32, "lr": 1e-3, "lr_factor": 1.0, "weight_decay": 0.05, "warmup_frac": 0.1,
@@ -134,7 +135,7 @@ NEW_FLAGS = {"formulation": "auto", "activation": "leaky_relu"}
 #: A value other than the default for every flag (a valid configuration as a whole).
 OTHER_VALUES = {
     "task": "copying", "seq_len": 7, "copy_k": 3, "n_train": 50, "listops_depth": 4,
-    "n_test": 12, "model": "ornn", "depth": 3, "d_model": 16, "d_state": 8, "n_heads": 2,
+    "n_test": 12, "layer": "ornn", "depth": 3, "d_model": 16, "d_state": 8, "n_heads": 2,
     "n_reflections": 4, "norm": "batch", "pool": "last", "dropout": 0.25,
     "bidirectional": False, "r_min": 0.5, "r_max": 0.9, "max_phase": 0.5,
     "gamma_min": 0.8, "gamma_max": 0.95, "scan_method": "sequential", "steps": 7,
@@ -144,8 +145,8 @@ OTHER_VALUES = {
 
 
 def test_cli_flags_are_the_same_and_each_lands_in_the_config():
-    out = subprocess.run([sys.executable, "-m", "lrnn.train", "--help"], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-m", "lrnn.training.train", "--help"],
+                         capture_output=True, text=True, check=True).stdout
     listed = set(re.findall(r"^  (--[a-z0-9-]+)", out, flags=re.M)) - {"--help", "--no-progress"}
     assert listed == {"--" + f.replace("_", "-") for f in {**OLD_FLAGS, **NEW_FLAGS}}
     parser = train.build_parser()
@@ -158,14 +159,29 @@ def test_cli_flags_are_the_same_and_each_lands_in_the_config():
         argv += [flag] if value is True else [] if value is False else [flag, str(value)]
     cfg = train.config_from_args(parser.parse_args(argv))
     assert cfg.to_dict() == OTHER_VALUES
-    assert cfg.network.layer == "ornn" and cfg.network.n_reflections == 4 and cfg.model == "ornn"
+    assert cfg.network.layer == "ornn" and cfg.network.n_reflections == 4 and cfg.layer == "ornn"
+    assert not hasattr(cfg, "model")
     assert train.config_from_args(parser.parse_args(train.config_to_argv(cfg))) == cfg
-    flipped = train.config_from_args(parser.parse_args(["--model", "lru", "--bidirectional"]))
+    flipped = train.config_from_args(parser.parse_args(["--layer", "lru", "--bidirectional"]))
     assert flipped.bidirectional is True and flipped.network.bidirectional is True
+    assert train.config_from_args(parser.parse_args(["--pool", "none"])).pool == "none"
+
+
+def test_old_names_still_work_with_a_notice(capsys):
+    parser = train.build_parser()
+    args = parser.parse_args(["--model", "rotrnn"])
+    assert "--model is deprecated, use --layer" in capsys.readouterr().err
+    assert train.config_from_args(args).network.layer == "rotrnn"
+    with pytest.warns(DeprecationWarning, match="layer"):
+        assert train.TrainConfig(model="gru").layer == "gru"
+    with pytest.raises(TypeError, match="both"):
+        train.TrainConfig(model="gru", layer="lru")
+    old = {"model": "lstm", "pool": None, "seed": 1}
+    assert train.upgrade_config(old) == {"layer": "lstm", "pool": "auto", "seed": 1}
 
 
 def test_config_nests_one_model_config():
-    cfg = train.TrainConfig(task="copying", seq_len=500, model="rotrnn", bidirectional=True,
+    cfg = train.TrainConfig(task="copying", seq_len=500, layer="rotrnn", bidirectional=True,
                             clip=1.0, pool="mean", d_state=16, n_heads=2)
     assert isinstance(cfg.network, model.ModelConfig)
     assert (cfg.network.layer, cfg.network.d_state, cfg.d_state) == ("rotrnn", 16, 16)
@@ -181,19 +197,19 @@ def test_config_nests_one_model_config():
     assert train.config_from_args(args) == cfg
     with pytest.raises(TypeError, match="d_statee"):
         train.TrainConfig(d_statee=3)
-    with pytest.raises(ValueError, match="`model`.*'transformer'.*'rotgru'"):
-        train.TrainConfig(model="transformer")
+    with pytest.raises(ValueError, match="`layer`.*'transformer'.*'rotgru'"):
+        train.TrainConfig(layer="transformer")
 
 
 def test_experiments_list_and_one_stored_run(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "lrnn.experiments", "list"], capture_output=True,
-                         text=True, check=True).stdout
-    assert "gpu-targets" in out and "adding400-lru: python -m lrnn.train" in out
+    out = subprocess.run([sys.executable, "-m", "lrnn.training.experiments", "list"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "gpu-targets" in out and "adding400-lru: lrnn train" in out
     rec = experiments.run("smoke", str(tmp_path), only=["smoke-lru"], progress=False)[0]
     stored = json.load(open(tmp_path / "smoke__smoke-lru.json"))
     for key in ("command", "config", "device", "wall_time_s", "n_params", "final", "best", "curves"):
         assert key in stored
-    assert stored["command"].startswith("python -m lrnn.train") and stored["n_params"] == rec["n_params"]
+    assert stored["command"].startswith("lrnn train --") and stored["n_params"] == rec["n_params"]
     assert stored["curves"]["step"] == [2, 4] and stored["device"]["platform"] == jax.devices()[0].platform
 
 

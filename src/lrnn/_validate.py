@@ -2,8 +2,10 @@
 argument, the value received and what was expected."""
 from __future__ import annotations
 
+import functools
 import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -18,6 +20,8 @@ def describe_value(x) -> str:
         return f"a dict with keys {sorted(map(str, x))}"
     if isinstance(x, (list, tuple)) and any(hasattr(v, "shape") for v in x):
         return f"a {type(x).__name__} of {len(x)} arrays"
+    if isinstance(x, (list, tuple)) and any(isinstance(v, (dict, list, tuple)) for v in x):
+        return f"a {type(x).__name__} of {len(x)} items"
     text = " ".join(repr(x).split())
     return text if len(text) <= 120 else text[:117] + "..."
 
@@ -38,8 +42,40 @@ def require_shape(name: str, x, shape: tuple, layout: str = ""):
 
 
 def require_choice(name: str, value, choices):
-    if value not in choices:
-        raise ValueError(f"`{name}`: got {value!r}, expected one of {sorted(choices)}.")
+    """``value`` is one of ``choices`` (by equality and type: ``1`` is not ``True``, and an
+    array or a list is never a choice)."""
+    try:
+        ok = any((isinstance(value, str) if isinstance(c, str) else type(value) is type(c))
+                 and value == c for c in choices)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        listed = sorted(choices, key=repr)
+        raise ValueError(f"`{name}`: got {describe_value(value) if not isinstance(value, str) else repr(value)}, "
+                         f"expected one of {listed}.")
+
+
+def require_bool(name: str, value) -> bool:
+    """``value`` is ``True`` or ``False`` (a NumPy bool too); a string such as ``"no"``, a
+    number or ``None`` is refused, since its truth would be taken silently."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    fail(name, value, "True or False")
+
+
+def require_real_params(name: str, params, keys):
+    """Each ``params[k]`` holds real floating-point numbers (not complex, bool or text)."""
+    for k in keys:
+        v = params[k]
+        dtype = getattr(v, "dtype", None)
+        if dtype is None:
+            try:
+                dtype = np.asarray(v).dtype
+            except (TypeError, ValueError):
+                fail(f"{name}[{k!r}]", v, "a real floating-point array")
+        if not np.issubdtype(dtype, np.floating) and str(dtype) != "bfloat16":
+            fail(f"{name}[{k!r}]", v, "a real floating-point array (not complex, integer, "
+                                      "boolean or text)")
 
 
 def require_positive_int(name: str, value):
@@ -121,7 +157,7 @@ def require_key(name: str, key):
 
 def require_params(name: str, params, keys, origin: str):
     """``params`` is a dict holding every name in ``keys`` (``origin``: where such a dict
-    comes from, e.g. ``"lrnn.lru.init"``)."""
+    comes from, e.g. ``"lrnn.layers.lru.init"``)."""
     if not isinstance(params, dict):
         fail(name, params, f"a dict of parameters (from {origin})")
     missing = [k for k in keys if k not in params]
@@ -129,6 +165,7 @@ def require_params(name: str, params, keys, origin: str):
         listed = ", ".join(repr(k) for k in missing)
         fail(name, params, f"a dict with the key{'s' if len(missing) > 1 else ''} {listed} "
              f"(from {origin})")
+    require_real_params(name, params, keys)
 
 
 def require_finite(name: str, value, *, low: float | None = None, strict: bool = False) -> float:
@@ -138,3 +175,21 @@ def require_finite(name: str, value, *, low: float | None = None, strict: bool =
     if low is not None and (value < low or (strict and value == low)):
         fail(name, value, f"a finite number {'>' if strict else '>='} {low}")
     return value
+
+
+def renamed_keywords(**renames):
+    """Decorator: ``old=new`` keyword renames. A call with an old name still works, with a
+    DeprecationWarning naming the new one; both at once is a TypeError."""
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            for old, new in renames.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(f"{fn.__name__}() got both {new!r} and its old name {old!r}")
+                    warnings.warn(f"{fn.__module__}.{fn.__name__}({old}=...) is deprecated: use "
+                                  f"{new}=...", DeprecationWarning, stacklevel=2)
+                    kwargs[new] = kwargs.pop(old)
+            return fn(*args, **kwargs)
+        return wrapper
+    return decorate

@@ -19,6 +19,7 @@ config, train=..., key=...)``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import jax
@@ -26,21 +27,39 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import layers
-from ._validate import fail, require_choice, require_key, require_positive_int
-from .layers import ornn
+from ._validate import (fail, require_bool, require_choice, require_key, require_positive_int,
+                        require_real)
+from .layers import lru, ornn, rotrnn
+from .scan import available_methods
 
-#: The registered layers (``lrnn.layers.names()``), in a fixed order (figures colour by it).
-LAYERS = layers.names()
 NORMS = ("layer", "batch")
 POOLS = ("mean", "last", "none")
-BIDIRECTIONAL_LAYERS = tuple(n for n in LAYERS if layers.get(n).bidirectional)
 BN_MOMENTUM = 0.9
 NORM_EPS = 1e-5
 
-#: The parameters of the recurrence itself (its transition and input map: "A and B" of LRU
-#: App. D.2, the RotRNN layer's P, θ, γ, B): they get the learning-rate factor, no weight
-#: decay. From the layer registry.
-RECURRENT_KEYS = {n: layers.get(n).recurrent_keys for n in LAYERS}
+
+def __getattr__(name):
+    """The registry, read live (a layer registered later is listed too):
+
+    * ``LAYERS``: the registered layers (``lrnn.layers.names()``), in registration order
+      (figures colour by it);
+    * ``BIDIRECTIONAL_LAYERS``: those that can run both ways;
+    * ``RECURRENT_KEYS``: ``{layer: the parameters of the recurrence itself}`` (its transition
+      and input map: "A and B" of LRU App. D.2, the RotRNN layer's P, θ, γ, B), which get the
+      learning-rate factor and no weight decay."""
+    if name == "LAYERS":
+        return layers.names()
+    if name == "BIDIRECTIONAL_LAYERS":
+        return tuple(n for n in layers.names() if layers.get(n).bidirectional)
+    if name == "RECURRENT_KEYS":
+        return {n: layers.get(n).recurrent_keys for n in layers.names()}
+    raise AttributeError(f"module 'lrnn.model' has no attribute {name!r}")
+
+
+#: ModelConfig fields every layer uses; the others apply to the layers whose registry entry
+#: maps them (``init_options``/``apply_options``), see :func:`applies_to`.
+GENERAL_FIELDS = ("layer", "d_output", "d_input", "vocab_size", "depth", "d_model", "d_state",
+                  "norm", "pool", "dropout")
 
 
 def _f(default, help):
@@ -51,11 +70,11 @@ def _f(default, help):
 class ModelConfig:
     """Sizes and choices of the deep model (hashable, so it can be a static jit argument).
 
-    Each field's ``help`` is also the help of its ``python -m lrnn.train`` flag (``layer`` is
-    ``--model``; ``d_output``, ``d_input`` and ``vocab_size`` come from the task there).
+    Each field's ``help`` is also the help of its ``lrnn train`` flag (``layer`` is
+    ``--layer``; ``d_output``, ``d_input`` and ``vocab_size`` come from the task there).
     ``d_input``: real input channels, or ``None`` with ``vocab_size`` for token inputs (the
     encoder is then a lookup table, i.e. a linear map of one-hot vectors)."""
-    layer: str = _f("lru", "recurrent layer: one of " + ", ".join(LAYERS))
+    layer: str = _f("lru", "recurrent layer: one of " + ", ".join(layers.names()))
     d_output: int = _f(1, "outputs per sequence (or per step with pool 'none')")
     d_input: int | None = _f(1, "real input channels (None for token inputs)")
     vocab_size: int | None = _f(None, "number of distinct tokens (None for real inputs)")
@@ -86,8 +105,15 @@ class ModelConfig:
         require_choice("pool", self.pool, POOLS)
         require_choice("formulation", self.formulation, ornn.FORMULATIONS)
         require_choice("activation", self.activation, ornn.ACTIVATIONS)
+        require_choice("scan_method", self.scan_method, available_methods())
+        require_bool("bidirectional", self.bidirectional)
         for name in ("d_output", "d_model", "d_state", "depth", "n_heads"):
             require_positive_int(name, getattr(self, name))
+        # Every value is checked, whichever layer uses it: a typo must not wait for a switch
+        # of layer to surface.
+        lru.check_ring(self.r_min, self.r_max)
+        lru.check_phase(self.max_phase)
+        rotrnn.check_decays(self.gamma_min, self.gamma_max)
         if self.n_reflections is not None:
             require_positive_int("n_reflections", self.n_reflections)
         if (self.d_input is None) == (self.vocab_size is None):
@@ -97,11 +123,12 @@ class ModelConfig:
             require_positive_int("d_input", self.d_input)
         else:
             require_positive_int("vocab_size", self.vocab_size)
-        if not 0.0 <= self.dropout < 1.0:
+        if not 0.0 <= require_real("dropout", self.dropout) < 1.0:
             fail("dropout", self.dropout, "a rate in [0, 1)")
         if self.bidirectional and not self.spec.bidirectional:
+            bidi = tuple(n for n in layers.names() if layers.get(n).bidirectional)
             fail("bidirectional", self.bidirectional,
-                 f"False for layer {self.layer!r} (bidirectional: {BIDIRECTIONAL_LAYERS})")
+                 f"False for layer {self.layer!r} (bidirectional: {bidi})")
         if self.bidirectional and self.pool == "none":
             fail("pool", self.pool, "'mean' or 'last' for a bidirectional (non-causal) model")
 
@@ -109,6 +136,13 @@ class ModelConfig:
     def spec(self) -> layers.Layer:
         """The registry entry of ``layer``."""
         return layers.get(self.layer)
+
+
+def applies_to(field: str, layer: str) -> bool:
+    """Whether the ModelConfig ``field`` has an effect on a model of ``layer`` (the general
+    fields always; the others where the layer's registry entry maps them)."""
+    spec = layers.get(layer)
+    return field in GENERAL_FIELDS or field in {**spec.init_options, **spec.apply_options}.values()
 
 
 def layer_output_dim(cfg: ModelConfig) -> int:
@@ -182,7 +216,7 @@ def encode(params, x, cfg: ModelConfig):
     """The linear encoder: ``(B, L, d_input)`` floats or ``(B, L)`` ints -> ``(B, L, H)``."""
     enc = params["encoder"]
     if cfg.vocab_size is not None:
-        if not jnp.issubdtype(jnp.asarray(x).dtype, jnp.integer):
+        if not jnp.issubdtype(jnp.asarray(x).dtype, jnp.integer) or np.ndim(x) != 2:
             fail("x", x, "integer tokens of shape (batch, L) for a token model")
         if not isinstance(x, jax.Array) and np.size(x) and not (
                 0 <= np.min(x) and np.max(x) < cfg.vocab_size):
@@ -193,6 +227,10 @@ def encode(params, x, cfg: ModelConfig):
         return jnp.take(enc["W"], x, axis=0, mode="fill", fill_value=jnp.nan) + enc["b"]
     if np.ndim(x) < 2 or np.shape(x)[-1] != cfg.d_input:
         fail("x", x, f"shape (..., L, {cfg.d_input})")
+    dtype = getattr(x, "dtype", None) or np.asarray(x).dtype
+    if not (jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer)) \
+            or dtype == np.bool_:
+        fail("x", x, f"real numbers of shape (..., L, {cfg.d_input})")
     return x @ enc["W"] + enc["b"]
 
 
@@ -225,12 +263,77 @@ def _dropout(key, y, rate, train):
     return jnp.where(keep, y / (1.0 - rate), 0.0)
 
 
+def check_params(params, state, cfg: ModelConfig):
+    """``params`` and ``state`` are the model's for ``cfg``: ``depth`` blocks, encoder, GLU
+    and decoder sizes from ``d_input``/``vocab_size``, ``d_model``, the layer's width and
+    ``d_output`` (shapes only: no device work). A ValueError names the first disagreement."""
+    if not isinstance(cfg, ModelConfig):
+        fail("cfg", cfg, "a ModelConfig")
+    origin = "lrnn.model.init(key, cfg)"
+    if not isinstance(params, dict) or not {"encoder", "blocks", "decoder"} <= set(params):
+        fail("params", params, f"the params of {origin}: a dict with 'encoder', 'blocks' and "
+                               "'decoder'")
+    if not isinstance(state, dict) or not isinstance(state.get("blocks"), (list, tuple)):
+        fail("state", state, f"the state of {origin}: a dict with 'blocks' (a list)")
+    blocks = params["blocks"]
+    if not isinstance(blocks, (list, tuple)) or len(blocks) != cfg.depth:
+        fail("params['blocks']", blocks, f"a list of depth = {cfg.depth} blocks (as cfg says)")
+    if len(state["blocks"]) != cfg.depth:
+        fail("state['blocks']", state["blocks"], f"a list of depth = {cfg.depth} block states")
+    H = cfg.d_model
+    rows = cfg.vocab_size if cfg.vocab_size is not None else cfg.d_input
+    what = "vocab_size" if cfg.vocab_size is not None else "d_input"
+    shapes = [("params['encoder']['W']", params["encoder"].get("W"), (rows, H),
+               f"({what}, d_model) = {(rows, H)}"),
+              ("params['decoder']['W']", params["decoder"].get("W"), (H, cfg.d_output),
+               f"(d_model, d_output) = {(H, cfg.d_output)}")]
+    width = layer_output_dim(cfg)
+    for i, block in enumerate(blocks):
+        glu_w = block.get("glu", {}).get("W") if isinstance(block, dict) else None
+        shapes.append((f"params['blocks'][{i}]['glu']['W']", glu_w, (width, 2 * H),
+                       f"(layer width, 2 d_model) = {(width, 2 * H)} for layer {cfg.layer!r}"))
+    for name, value, shape, text in shapes:
+        if value is None or tuple(np.shape(value)) != shape:
+            fail(name, value, f"shape {text}, as cfg says")
+    want = _layer_shapes(cfg)
+    for i, block in enumerate(blocks if want is not None else ()):
+        got = block.get("layer")
+        if not isinstance(got, dict) or set(got) != set(want):
+            fail(f"params['blocks'][{i}]['layer']", got,
+                 f"the parameters {sorted(want)} of layer {cfg.layer!r} (as cfg says)")
+        for k, shape in want.items():
+            if tuple(np.shape(got[k])) != shape:
+                fail(f"params['blocks'][{i}]['layer'][{k!r}]", got[k],
+                     f"shape {shape} for layer {cfg.layer!r} with d_model = {cfg.d_model}, "
+                     f"d_state = {cfg.d_state} and its options, as cfg says")
+
+
+@functools.lru_cache(maxsize=64)
+def _layer_shapes(cfg: ModelConfig) -> dict | None:
+    """``{name: shape}`` of one block's layer parameters for ``cfg``, from an abstract
+    evaluation of the layer's ``init`` (no arrays are made)."""
+    try:
+        tree = jax.eval_shape(lambda: _layer_init(jax.random.PRNGKey(0), cfg))
+    except Exception:         # a layer of one's own whose init needs concrete values: not checked
+        return None
+    if not isinstance(tree, dict):
+        return None
+    return {k: tuple(getattr(v, "shape", ())) for k, v in tree.items()}
+
+
 def apply(params, state, x, cfg: ModelConfig, *, train: bool = False, key=None):
     """Run the model. ``x``: ``(B, L, d_input)`` floats or ``(B, L)`` tokens.
 
     Returns ``(out, new_state)`` with ``out`` of shape ``(B, d_output)`` (pool ``mean`` or
     ``last``) or ``(B, L, d_output)`` (pool ``none``). ``train=True`` uses batch statistics
-    (and updates the running ones) and applies dropout, which then needs ``key``."""
+    (and updates the running ones) and applies dropout, which then needs ``key``.
+
+    ``params`` and ``state`` must be those of ``init(key, cfg)`` (see :func:`check_params`):
+    params for another depth or width are a ValueError, never run as they are."""
+    check_params(params, state, cfg)
+    train = require_bool("train", train)
+    if key is not None:
+        require_key("key", key)
     if train and cfg.dropout > 0 and key is None:
         fail("key", key, "a jax.random key when train=True and dropout > 0")
     u = encode(params, x, cfg)
@@ -253,6 +356,7 @@ def apply(params, state, x, cfg: ModelConfig, *, train: bool = False, key=None):
 def layer_inputs(params, state, x, cfg: ModelConfig):
     """The normalised input of every block's recurrent layer in evaluation mode: a list of
     ``depth`` arrays ``(B, L, H)`` (to inspect hidden states, e.g. ``rotrnn.hidden_states``)."""
+    check_params(params, state, cfg)
     u = encode(params, x, cfg)
     out = []
     for p, s in zip(params["blocks"], state["blocks"]):

@@ -26,15 +26,19 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._validate import fail
+from ._validate import as_real_array, fail
 
 
 def skew_expm(M):
     """``expm(M - Mᵀ)`` ∈ SO(n) for any real ``M`` of shape ``(..., n, n)`` (RotRNN Lemma 2).
 
     ``M - Mᵀ`` is skew-symmetric, so its exponential is orthogonal and has determinant
-    ``exp(Tr[M - Mᵀ]) = 1``."""
-    M = jnp.asarray(M)
+    ``exp(Tr[M - Mᵀ]) = 1``. A complex, boolean or non-numeric ``M`` is a ValueError (for a
+    complex ``M`` the result would not be in SO(n)); a non-finite host ``M`` too."""
+    host = _host_values(M)
+    M = as_real_array("M", M, "(..., n, n)")
+    if host is not None and not np.all(np.isfinite(host)):
+        fail("M", M, "finite entries (inf or NaN give no rotation)")
     if M.ndim < 2 or M.shape[-1] != M.shape[-2]:
         fail("M", M, "a square matrix of shape (..., n, n)")
     return _skew_expm(M)
@@ -53,7 +57,7 @@ def block_rotation(theta):
     """The dense block-diagonal rotation ``D(θ)`` of shape ``(..., 2K, 2K)`` for ``θ`` of shape
     ``(..., K)``: 2×2 blocks ``[[cos θ_i, -sin θ_i], [sin θ_i, cos θ_i]]`` (RotRNN Lemma 3).
     For teaching and tests; ``rotate_pairs`` applies it without forming it."""
-    theta = jnp.asarray(theta)
+    theta = as_real_array("theta", theta, "(..., K) of angles")
     if theta.ndim < 1:
         fail("theta", theta, "an array of shape (..., K) of angles")
     k = theta.shape[-1]
@@ -73,8 +77,8 @@ def rotate_pairs(x, theta):
       theta: shape ``(K,)``, or broadcastable to ``x.shape[:-1] + (K,)``.
     Returns:
       an array of the shape of ``x``."""
-    x = jnp.asarray(x)
-    theta = jnp.asarray(theta)
+    x = as_real_array("x", x, "(..., 2K)")
+    theta = as_real_array("theta", theta, "(..., K) of angles")
     if x.ndim < 1 or x.shape[-1] % 2:
         fail("x", x, "a last dimension of even size 2K (pairs of coordinates)")
     k = x.shape[-1] // 2
@@ -111,9 +115,26 @@ def _host_values(x):
         return None
 
 
-def _float(x):
-    x = jnp.asarray(x)
-    return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(jnp.result_type(float))
+def _float(x, name="x", layout="(..., n)"):
+    """``x`` as a real float JAX array; complex, boolean and text are a ValueError."""
+    return as_real_array(name, x, layout)
+
+
+def _require_reflectable(name, host, dtype, axis, what):
+    """Host vectors that define a reflection in the dtype that computes it: finite, and
+    ``‖u‖²`` neither 0 nor underflowing to 0 nor overflowing to inf there (``1e-30`` squares
+    to 0 in float32)."""
+    if not np.all(np.isfinite(host)):
+        fail(name, host, f"finite {what} (inf or NaN define no reflection)")
+    with np.errstate(over="ignore", under="ignore"):
+        norm2 = np.sum(np.square(host.astype(dtype)), axis=axis)
+    if not np.all(norm2 > 0):
+        fail(name, host, f"nonzero {what} whose squared norm is a positive {np.dtype(dtype).name} "
+             "(a zero vector has no reflection; rescale vectors tiny enough for ‖u‖² to "
+             f"underflow to 0 in {np.dtype(dtype).name})")
+    if not np.all(np.isfinite(norm2)):
+        fail(name, host, f"{what} whose squared norm is finite in {np.dtype(dtype).name} "
+             "(rescale them: a reflection depends only on the direction)")
 
 
 def householder(u):
@@ -131,11 +152,11 @@ def householder(u):
       reflection. A zero vector in a JAX array gives NaN (see ``_host_values``).
     """
     host = _host_values(u)
-    u = _float(u)
+    u = _float(u, "u")
     if u.ndim < 1 or u.shape[-1] < 1:
         fail("u", u, "an array of shape (..., n) with n >= 1")
-    if host is not None and not np.all(np.sum(np.square(host, dtype=float), axis=-1) > 0):
-        fail("u", u, "nonzero vectors along the last axis (a zero vector has no reflection)")
+    if host is not None:
+        _require_reflectable("u", host, u.dtype, -1, "vectors along the last axis")
     norm2 = jnp.sum(u * u, axis=-1)
     eye = jnp.eye(u.shape[-1], dtype=u.dtype)
     return eye - 2 * u[..., :, None] * u[..., None, :] / norm2[..., None, None]
@@ -172,7 +193,7 @@ def check_reflections(U, u1_sign, name="U"):
     ``None`` when ``m < n``). Shapes are always checked; values (no zero reflection vector,
     ``u1_sign = ±1``) only on host data (see ``_host_values``)."""
     host_U = _host_values(U)
-    U = _float(U)
+    U = _float(U, name, "(n, m)")
     if U.ndim != 2 or U.shape[0] < 1 or U.shape[1] < 1:
         fail(name, U, "a matrix of shape (n, m) of reflection vectors laid out as oRNN eq. 9")
     n, m = U.shape
@@ -182,7 +203,7 @@ def check_reflections(U, u1_sign, name="U"):
             fail("u1_sign", u1_sign, "a scalar ±1 when U has m = n columns (the factor "
                  "H_1(u_1) of oRNN eq. 7 ends the product of eq. 8)")
         host_u1 = _host_values(u1_sign)
-        u1 = _float(u1_sign)
+        u1 = _float(u1_sign, "u1_sign", "()")
         if u1.shape != ():
             fail("u1_sign", u1, "a scalar ±1 (oRNN eq. 7)")
         if host_u1 is not None and float(host_u1) not in (1.0, -1.0):
@@ -196,9 +217,8 @@ def check_reflections(U, u1_sign, name="U"):
     if host_U is not None:
         cols = np.asarray(host_U, float) * np.asarray(eq9_mask(n, m))
         cols = cols[:, : n - 1] if m == n else cols
-        if not np.all(np.sum(cols * cols, axis=0) > 0):
-            fail(name, U, "nonzero reflection vectors on and below the diagonal of every "
-                 "column (a zero vector has no reflection)")
+        _require_reflectable(name, cols, U.dtype, 0, "reflection vectors on and below the "
+                             "diagonal of every column")
     return U, u1
 
 
@@ -215,7 +235,7 @@ def reflect_identity(cols, u1=None):
 
     Closer to float64 (values, orthogonality and gradients) than the compact WY form
     ``I - U T⁻¹ Uᵀ`` (``compact_wy``), but ``k`` dependent steps instead of a few products
-    (``python -m lrnn.bench layer --construction`` measures both)."""
+    (``lrnn bench layer --construction`` measures both)."""
     n, k = cols.shape
     R = jnp.eye(n, dtype=cols.dtype)
     if u1 is not None:
@@ -360,7 +380,7 @@ def wy_transform(U, h, u1_sign=None):
       ``W h``, shape ``(..., n)``.
     """
     U, u1 = check_reflections(U, u1_sign)
-    h = jnp.asarray(h)
+    h = _float(h, "h")
     if h.ndim < 1 or h.shape[-1] != U.shape[0]:
         fail("h", h, f"shape (..., n) with n = {U.shape[0]} (the number of rows of U)")
     dtype = jnp.result_type(U.dtype, _float(h).dtype)
@@ -401,7 +421,7 @@ def householder_qr(A):
       positive ``R_kk``: the factorisation is still valid.
     """
     host = _host_values(A)
-    A = _float(A)
+    A = _float(A, "A", "(n, n)")
     if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] < 1:
         fail("A", A, "a square matrix of shape (n, n) (oRNN Algorithm 2)")
     if host is not None and not np.all(np.isfinite(host)):

@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from ..scan import reference
+from .. import _io
 
 PASS, FAIL, SKIP, INFO, WARN, MISS = "PASS", "FAIL", "SKIP", "INFO", "WARN", "MISS"
 
@@ -871,8 +872,14 @@ def run_doctor(*, quick: bool = False, repo: Path | None = None, out_dir: Path |
                strict: bool = False, skip=(), cell_timeout: float = 600, bench_args=None,
                log=print) -> dict:
     """Run every step (see the module docstring), print one line per result, write the JSON and
-    Markdown reports; return the report dict (``report["ok"]``: nothing FAILed)."""
+    Markdown reports; return the report dict (``report["ok"]``: nothing FAILed).
+
+    ``out_dir`` and the two report files are checked before any step runs (see
+    :func:`check_out_dir`), so a bad ``--out-dir`` costs nothing."""
     repo = repo or find_repo()
+    if out_dir is None and repo is not None and not quick:
+        out_dir = repo / "book" / "data"          # the default of a full run, checked now too
+    report_dir = check_out_dir(out_dir, quick=quick)
     started = time.perf_counter()
     date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     results: list[Result] = []
@@ -935,19 +942,56 @@ def run_doctor(*, quick: bool = False, repo: Path | None = None, out_dir: Path |
         "counts": counts,
         "ok": counts[FAIL] == 0,
     }
-    if out_dir is None:
-        out_dir = (repo / "book" / "data") if (repo is not None and not quick) else \
-            Path(tempfile.mkdtemp(prefix="lrnn-doctor-report-"))
-    out_dir = Path(out_dir)
+    out_dir = Path(report_dir) if report_dir is not None else \
+        Path(tempfile.mkdtemp(prefix="lrnn-doctor-report-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = f"doctor{'-quick' if quick else ''}_{device_slug(env)}"
     report["files"] = [str(out_dir / f"{stem}.json"), str(out_dir / f"{stem}.md")]
-    (out_dir / f"{stem}.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
-    (out_dir / f"{stem}.md").write_text(markdown_report(report))
+    _io.atomic_write_text(out_dir / f"{stem}.json", json.dumps(report, indent=1, default=str) + "\n")
+    _io.atomic_write_text(out_dir / f"{stem}.md", markdown_report(report))
     log("")
     log(summary_line(report))
     log(f"reports: {report['files'][0]} and .md")
     return report
+
+
+def check_out_dir(out_dir, *, quick: bool):
+    """Before any step: ``out_dir`` (``None``: the default, not checked) is a folder or can be
+    made in an existing one, and the reports there, if they exist, are earlier doctor reports."""
+    if out_dir is None:
+        return None
+    import jax
+    d = jax.devices()[0]
+    slug = device_slug({"platform": d.platform, "device_kind": d.device_kind})
+    stem = f"doctor{'-quick' if quick else ''}_{slug}"
+    folder = _io.check_folder(out_dir, what="--out-dir", create=True)
+    _io.check_destination(folder / f"{stem}.json", suffixes=(".json",), what="--out-dir",
+                          owned_by=_io.json_has_keys("doctor", "results", "counts"),
+                          command="lrnn doctor (a report)")
+    _io.check_destination(folder / f"{stem}.md", suffixes=(".md",), what="--out-dir",
+                          owned_by=_io.first_line_startswith("# lrnn doctor:"),
+                          command="lrnn doctor (a report)")
+    return folder
+
+
+def _positive_seconds(s: str) -> float:
+    try:
+        value = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {s!r}") from None
+    if not (0 < value < float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {s!r}")
+    return value
+
+
+def _positive_int(s: str) -> int:
+    try:
+        value = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {s!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {s!r}")
+    return value
 
 
 def format_line(r: Result) -> str:
@@ -1012,8 +1056,17 @@ def _main_check(argv):
     p.add_argument("--strict", action="store_true", help="missed GPU speed targets fail the run")
     p.add_argument("--skip", nargs="*", default=[], choices=["library", "grading", "notebooks", "gpu"],
                    help="steps to leave out")
-    p.add_argument("--cell-timeout", type=float, default=600, help="seconds before a cell is stopped")
+    p.add_argument("--cell-timeout", type=_positive_seconds, default=600,
+                   help="seconds before a cell is stopped")
     args = p.parse_args(argv)
+    if args.repo is not None and not ((args.repo / "solutions").is_dir()
+                                      or (args.repo / "book").is_dir()):
+        p.error(f"--repo: got {str(args.repo)!r}, expected the course repository (a folder "
+                "with solutions/ or book/)")
+    try:
+        check_out_dir(args.out_dir, quick=args.quick)
+    except ValueError as err:
+        p.error(str(err))
     report = run_doctor(quick=args.quick, repo=args.repo.resolve() if args.repo else None,
                         out_dir=args.out_dir, strict=args.strict, skip=set(args.skip),
                         cell_timeout=args.cell_timeout)
@@ -1026,7 +1079,8 @@ def _main_slowest(argv):
                                             "(from the cell times nbclient stores in the notebooks).")
     p.add_argument("paths", nargs="*", help="notebooks or folders (default: book/ solutions/ "
                                             "exercises/ of the course repository)")
-    p.add_argument("--top", type=int, default=15, help="how many of the slowest cells to list")
+    p.add_argument("--top", type=_positive_int, default=15,
+                   help="how many of the slowest cells to list")
     p.add_argument("--device", choices=sorted(BUDGETS), default="cpu", help="whose budget to mark")
     args = p.parse_args(argv)
     paths = notebook_paths(args.paths)
@@ -1050,7 +1104,7 @@ def _main_execute(argv):
                                 description="Execute notebooks in place, top to bottom in a fresh "
                                             "kernel each, keeping nbclient's per-cell times.")
     p.add_argument("paths", nargs="+", help="notebooks or folders")
-    p.add_argument("--cell-timeout", type=float, default=600)
+    p.add_argument("--cell-timeout", type=_positive_seconds, default=600)
     args = p.parse_args(argv)
     status = 0
     for path in notebook_paths(args.paths):

@@ -6,8 +6,12 @@ Imports only ``lrnn.scan``, ``lrnn.orthogonal`` and ``lrnn._validate`` (never tr
 
 Every registered layer is called the same way::
 
-    params = layer.init(key, d_in, d_state, **options)     # options: see layer.init_options
-    y = layer.apply(params, u, **options)                   # u (..., L, d_in) -> y (..., L, width)
+    params = layer.init(key, d_model, d_state, **options)  # options: see layer.init_options
+    y = layer.apply(params, u, **options)                   # u (..., L, d_model) -> (..., L, width)
+
+Every layer names its sizes the same way: ``d_model`` (the input width, ``H`` of the deep
+model) and ``d_state`` (its state or hidden size); the old names ``d_in``/``d_hidden`` of the
+oRNN and the gated cells still work, with a DeprecationWarning.
 
 ``get(name)`` returns the :class:`Layer`; an unknown name is a ValueError listing the known
 ones. ``register`` adds a layer of your own.
@@ -18,7 +22,7 @@ import dataclasses
 import functools
 from typing import Callable, Mapping
 
-from .._validate import require_choice
+from .._validate import require_bool, require_choice
 from . import gru, lru, lstm, ornn, rotrnn
 
 
@@ -27,14 +31,16 @@ class Layer:
     """A recurrent layer as the deep model sees it.
 
     Attributes:
-      name: the registry name (``ModelConfig.layer``, ``--model`` of ``lrnn.train``).
-      init: ``init(key, d_in, d_state, **options) -> params``.
-      apply: ``apply(params, u, **options)``: ``(..., L, d_in) -> (..., L, width)``.
+      name: the registry name (``ModelConfig.layer``, ``--layer`` of ``lrnn train``).
+      init: ``init(key, d_model, d_state, **options) -> params``.
+      apply: ``apply(params, u, **options)``: ``(..., L, d_model) -> (..., L, width)``.
       recurrent_keys: the parameters of the recurrence itself (transition and input map), which
         training gives the learning-rate factor and no weight decay (LRU App. D.2).
-      init_options, apply_options: ``{keyword of init/apply: ModelConfig field}``.
-      output: ``"d_in"`` when the layer maps ``d_in -> d_in`` (LRU, RotRNN: a read-out ``C``
-        and skip ``D``), ``"d_state"`` when its output is its hidden state.
+      init_options, apply_options: ``{keyword of init/apply: ModelConfig field}`` (the same
+        name on both sides for the built-in layers).
+      output: ``"d_model"`` when the layer maps ``d_model -> d_model`` (LRU, RotRNN: a
+        read-out ``C`` and skip ``D``), ``"d_state"`` when its output is its hidden state
+        (``"d_in"``, the old name of ``"d_model"``, is still accepted).
       bidirectional: whether ``init(..., bidirectional=True)`` gives a non-causal layer.
       paper: where its equations come from.
     """
@@ -48,9 +54,9 @@ class Layer:
     bidirectional: bool = False
     paper: str = ""
 
-    def width(self, d_in: int, d_state: int) -> int:
+    def width(self, d_model: int, d_state: int) -> int:
         """The size of the last axis of ``apply``'s output."""
-        return d_in if self.output == "d_in" else d_state
+        return d_model if self.output in ("d_model", "d_in") else d_state
 
 
 def _same(*names):
@@ -67,7 +73,25 @@ def register(layer: Layer, *, replace: bool = False) -> Layer:
     if layer.name in _REGISTRY and not replace:
         raise ValueError(f"`layer`: got the name {layer.name!r}, expected a name not registered "
                          f"yet (registered: {names()}); pass replace=True to overwrite it.")
-    require_choice("layer.output", layer.output, ("d_in", "d_state"))
+    if not isinstance(layer.name, str) or not layer.name.isidentifier():
+        raise ValueError(f"`layer.name`: got {layer.name!r}, expected a name such as 'mylayer'.")
+    for part in ("init", "apply"):
+        if not callable(getattr(layer, part)):
+            raise ValueError(f"`layer.{part}`: got {getattr(layer, part)!r}, expected a function "
+                             f"({part}(key, d_model, d_state, **options) for init, "
+                             "apply(params, u, **options) for apply).")
+    if not isinstance(layer.recurrent_keys, (tuple, list)) or \
+            not all(isinstance(k, str) for k in layer.recurrent_keys):
+        raise ValueError(f"`layer.recurrent_keys`: got {layer.recurrent_keys!r}, expected a "
+                         "tuple of parameter names.")
+    for part in ("init_options", "apply_options"):
+        options = getattr(layer, part)
+        if not isinstance(options, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in options.items()):
+            raise ValueError(f"`layer.{part}`: got {options!r}, expected a dict "
+                             "{keyword: ModelConfig field}.")
+    require_choice("layer.output", layer.output, ("d_model", "d_state", "d_in"))
+    require_bool("layer.bidirectional", layer.bidirectional)
     _REGISTRY[layer.name] = layer
     return layer
 
@@ -90,11 +114,11 @@ _GRU_KEYS = ("W_z", "W_r", "W_h")
 
 register(Layer("lru", lru.init, lru.apply,
                ("nu_log", "theta_log", "gamma_log", "B_re", "B_im"),
-               _same("r_min", "r_max", "max_phase", "bidirectional"), {"method": "scan_method"},
-               output="d_in", bidirectional=True, paper="LRU (Orvieto et al. 2023)"))
+               _same("r_min", "r_max", "max_phase", "bidirectional"), _same("scan_method"),
+               output="d_model", bidirectional=True, paper="LRU (Orvieto et al. 2023)"))
 register(Layer("rotrnn", rotrnn.init, rotrnn.apply, ("M", "theta", "nu_log", "B"),
                _same("n_heads", "gamma_min", "gamma_max", "max_phase", "bidirectional"),
-               {"method": "scan_method"}, output="d_in", bidirectional=True,
+               _same("scan_method"), output="d_model", bidirectional=True,
                paper="RotRNN (Dolga et al. 2024)"))
 register(Layer("ornn", ornn.init, ornn.apply, ("U", "u1", "V"), _same("n_reflections"),
                _same("formulation", "activation"), paper="oRNN (Mhammedi et al. 2017)"))

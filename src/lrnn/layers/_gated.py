@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .._validate import fail, require_key, require_params, require_positive_int
+from .._validate import fail, require_bool, require_key, require_params, require_positive_int
 from .._validate import require_sequence
 
 
@@ -24,12 +24,14 @@ def _uniform(key, shape, fan_in):
     return jax.random.uniform(key, shape, minval=-bound, maxval=bound)
 
 
-def _check_sizes(key, d_in, d_hidden, rotate):
+def _check_sizes(key, d_model, d_state, rotate):
+    """``init(key, d_model, d_state)``: the input size and the hidden size ``n``."""
     require_key("key", key)
-    require_positive_int("d_in", d_in)
-    require_positive_int("d_hidden", d_hidden)
-    if rotate and d_hidden % 2:
-        raise ValueError(f"`d_hidden`: got {d_hidden!r}, expected an even number: the rotation "
+    require_bool("rotate", rotate)
+    require_positive_int("d_model", d_model)
+    require_positive_int("d_state", d_state)
+    if rotate and d_state % 2:
+        raise ValueError(f"`d_state`: got {d_state!r}, expected an even number: the rotation "
                          "acts on pairs of memory cells (RotLSTM eq. 2).")
 
 
@@ -60,7 +62,7 @@ def _check_params(params, gates, origin):
 
 def _check_input(params, u, gates, origin):
     n, d_in = _check_params(params, gates, origin)
-    return require_sequence("u", u, d_in, "d_in"), n
+    return require_sequence("u", u, d_in, "d_model"), n
 
 
 def angles(params, xcat):

@@ -21,19 +21,21 @@ import jax
 import jax.numpy as jnp
 
 from ..orthogonal import rotate_pairs
+from .._validate import renamed_keywords
 from ._gated import (_check_input, _check_sizes, _uniform, angles, dtype_of, fused_weights, run,
                      split_rows)
 
 GRU_GATES = ("z", "r", "h")
-_ORIGIN = "lrnn.layers.gru.init (lrnn.rotlstm.gru_init)"
+_ORIGIN = "lrnn.layers.gru.init"
 
 
-def init(key, d_in: int, d_hidden: int, *, rotate: bool = True) -> dict:
+@renamed_keywords(d_in="d_model", d_hidden="d_state")
+def init(key, d_model: int, d_state: int, *, rotate: bool = True) -> dict:
     """Parameters of a (Rot)GRU cell (eqs. 11–17): ``W_z, W_r (n, n + d_in)`` on
     ``[h_{t-1}, x_t]``, ``W_h (n, n + d_in)`` on ``[r_t, x_t]``, biases ``b_z, b_r, b_h``, and
-    when ``rotate``, ``W_rot (n/2, n + d_in)``, ``b_rot (n/2,)``."""
-    _check_sizes(key, d_in, d_hidden, rotate)
-    n, fan_in = d_hidden, d_hidden + d_in
+    when ``rotate``, ``W_rot (n/2, n + d_model)``, ``b_rot (n/2,)``."""
+    _check_sizes(key, d_model, d_state, rotate)
+    n, fan_in = d_state, d_state + d_model
     keys = jax.random.split(key, 4)
     params = {f"W_{g}": _uniform(k, (n, fan_in), fan_in) for g, k in zip(GRU_GATES, keys)}
     params.update({f"b_{g}": jnp.zeros((n,)) for g in GRU_GATES})

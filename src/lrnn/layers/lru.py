@@ -30,12 +30,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._validate import (fail, require_key, require_params, require_positive_int, require_real,
-                        require_sequence)
-from ..scan import linear_scan
+from .._validate import (fail, renamed_keywords, require_bool, require_choice, require_key,
+                        require_params, require_positive_int, require_real, require_sequence)
+from ..scan import available_methods, linear_scan
 
 
-def _check_ring(r_min, r_max):
+def check_ring(r_min, r_max):
+    """``(r_min, r_max)`` as floats, ``0 <= r_min <= r_max <= 1`` (Lemma 3.2), or a ValueError."""
     r_min = require_real("r_min", r_min)
     r_max = require_real("r_max", r_max)
     if not 0.0 <= r_min <= 1.0:
@@ -47,7 +48,8 @@ def _check_ring(r_min, r_max):
     return r_min, r_max
 
 
-def _check_phase(max_phase):
+def check_phase(max_phase):
+    """``max_phase`` as a positive float, or a ValueError."""
     max_phase = require_real("max_phase", max_phase)
     if max_phase <= 0:
         fail("max_phase", max_phase, "a positive angle in radians (e.g. 2π, or π/50 for PathX)")
@@ -68,8 +70,8 @@ def ring_from_uniforms(u1, u2, *, r_min=0.0, r_max=1.0, max_phase=math.tau):
 
     ``u1 = 1`` with ``r_max = 1`` gives ``|λ| = 1`` (``nu_log = -inf``); ``u2 = 0`` gives
     ``θ = 0`` (``theta_log = -inf``); both are exact limits, as in the paper's code."""
-    r_min, r_max = _check_ring(r_min, r_max)
-    max_phase = _check_phase(max_phase)
+    r_min, r_max = check_ring(r_min, r_max)
+    max_phase = check_phase(max_phase)
     u1 = jnp.asarray(u1)
     u2 = jnp.asarray(u2)
     nu_log = jnp.log(-0.5 * jnp.log(u1 * (r_max ** 2 - r_min ** 2) + r_min ** 2))
@@ -85,8 +87,8 @@ def ring_init(key, n, r_min=0.0, r_max=1.0, max_phase=math.tau):
     of shape ``(n,)``."""
     require_key("key", key)
     require_positive_int("n", n)
-    r_min, r_max = _check_ring(r_min, r_max)
-    max_phase = _check_phase(max_phase)
+    r_min, r_max = check_ring(r_min, r_max)
+    max_phase = check_phase(max_phase)
     k1, k2 = jax.random.split(key)
     u1 = jax.random.uniform(k1, (n,))
     u2 = jax.random.uniform(k2, (n,))
@@ -118,11 +120,12 @@ def init(key, d_model, d_state, *, r_min=0.0, r_max=1.0, max_phase=math.tau, bid
     require_key("key", key)
     require_positive_int("d_model", d_model)
     require_positive_int("d_state", d_state)
-    r_min, r_max = _check_ring(r_min, r_max)
+    r_min, r_max = check_ring(r_min, r_max)
     if r_min == 1.0:
         fail("r_min", r_min, "a radius below 1: with r_min = r_max = 1 every |λ| = 1, so the "
              "normalisation γ = sqrt(1 - |λ|²) of §3.4 is 0 and every state stays zero")
-    max_phase = _check_phase(max_phase)
+    max_phase = check_phase(max_phase)
+    bidirectional = require_bool("bidirectional", bidirectional)
     k_ring, k_bre, k_bim, k_cre, k_cim, k_d = jax.random.split(key, 6)
     h, n = d_model, d_state
     nu_log, theta_log = ring_init(k_ring, n, r_min, r_max, max_phase)
@@ -155,7 +158,7 @@ _OUTPUT_KEYS = ("C_re", "C_im", "D")
 
 def _sizes(params, keys=_STATE_KEYS + _OUTPUT_KEYS):
     """(H, N, bidirectional) from the parameter shapes, checking they agree."""
-    require_params("params", params, keys, "lrnn.lru.init")
+    require_params("params", params, keys, "lrnn.layers.lru.init")
     if jnp.ndim(params["nu_log"]) != 1:
         fail("params['nu_log']", params["nu_log"], "shape (N,)")
     n = jnp.shape(params["nu_log"])[0]
@@ -174,6 +177,10 @@ def _sizes(params, keys=_STATE_KEYS + _OUTPUT_KEYS):
     if c_shape not in ((h, n), (h, 2 * n)):
         fail("params['C_re']", params["C_re"],
              f"shape (H, N) = {(h, n)} or, bidirectional, (H, 2N) = {(h, 2 * n)}")
+    if "C_im" in keys and jnp.shape(params["C_im"]) != c_shape:
+        fail("params['C_im']", params["C_im"], f"the shape of C_re, {tuple(c_shape)}")
+    if "D" in keys and jnp.shape(params["D"]) != (h,):
+        fail("params['D']", params["D"], f"shape (H,) = ({h},), one skip weight per channel")
     return h, n, c_shape[1] == 2 * n
 
 
@@ -187,41 +194,47 @@ def normalized_B(params):
     return b * jnp.exp(params["gamma_log"])[:, None]
 
 
-def hidden_states(params, u, *, method="auto"):
+@renamed_keywords(method="scan_method")
+def hidden_states(params, u, *, scan_method="auto"):
     """The states ``x_k = Λ x_{k-1} + exp(γ_log) ⊙ (B u_k)``, ``x_0 = 0``.
 
     Args:
       params: from ``init``.
       u: real, shape ``(..., L, H)``.
-      method: forwarded to ``lrnn.linear_scan``.
+      scan_method: the scan backend, passed to ``lrnn.linear_scan`` as its ``method``
+        (``method=`` still works here, deprecated).
 
     Returns:
       complex ``(..., L, N)``; for a bidirectional layer ``(..., L, 2N)``: the forward states
       ``[..., :N]`` followed by the backward states ``[..., N:]``, which solve
       ``x_k = Λ x_{k+1} + exp(γ_log) ⊙ (B u_k)`` with ``x_{L+1} = 0``.
     """
+    require_choice("scan_method", scan_method, available_methods())
     h, _, bidirectional = _sizes(params, _STATE_KEYS + ("C_re",))
-    return _states(params, _check_input(u, h), bidirectional, method)
+    return _states(params, _check_input(u, h), bidirectional, scan_method)
 
 
-def _states(params, u, bidirectional, method):
+def _states(params, u, bidirectional, scan_method):
     lam = eigenvalues(params)
     bu = jnp.einsum("...lh,nh->...ln", u, normalized_B(params))
-    x = linear_scan(lam, bu, method=method)
+    x = linear_scan(lam, bu, method=scan_method)
     if bidirectional:
-        x_rev = linear_scan(lam, bu, reverse=True, method=method)
+        x_rev = linear_scan(lam, bu, reverse=True, method=scan_method)
         x = jnp.concatenate([x, x_rev], axis=-1)
     return x
 
 
-def apply(params, u, *, method="auto"):
+@renamed_keywords(method="scan_method")
+def apply(params, u, *, scan_method="auto"):
     """The LRU layer ``y_k = Re(C x_k) + D ⊙ u_k``: real ``(..., L, H)`` -> ``(..., L, H)``.
 
-    ``method`` is forwarded to ``lrnn.linear_scan``. Bidirectional: ``x_k`` is the
+    ``scan_method`` is the scan backend, passed to ``lrnn.linear_scan`` as its ``method``
+    (``method=`` still works, deprecated). Bidirectional: ``x_k`` is the
     concatenated state of ``hidden_states``."""
+    require_choice("scan_method", scan_method, available_methods())
     h, _, bidirectional = _sizes(params)
     u = _check_input(u, h)
-    x = _states(params, u, bidirectional, method)
+    x = _states(params, u, bidirectional, scan_method)
     c = params["C_re"] + 1j * params["C_im"]
     y = jnp.einsum("...ln,hn->...lh", x, c).real
     return y + params["D"] * u

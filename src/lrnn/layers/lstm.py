@@ -22,22 +22,24 @@ import jax
 import jax.numpy as jnp
 
 from ..orthogonal import rotate_pairs
+from .._validate import renamed_keywords
 from ._gated import (_check_input, _check_sizes, _uniform, angles, dtype_of, fused_weights, run,
                      split_rows)
 
 LSTM_GATES = ("f", "i", "o", "c")
-_ORIGIN = "lrnn.layers.lstm.init (lrnn.rotlstm.init)"
+_ORIGIN = "lrnn.layers.lstm.init"
 
 
-def init(key, d_in: int, d_hidden: int, *, rotate: bool = True) -> dict:
+@renamed_keywords(d_in="d_model", d_hidden="d_state")
+def init(key, d_model: int, d_state: int, *, rotate: bool = True) -> dict:
     """Parameters of a (Rot)LSTM cell.
 
-    Returns a dict with ``W_f, W_i, W_o, W_c`` of shape ``(n, n + d_in)`` (columns ordered as
+    Returns a dict with ``W_f, W_i, W_o, W_c`` of shape ``(n, n + d_model)`` (columns ordered as
     ``[h_{t-1}, x_t]``, eq. 3), biases ``b_f, b_i, b_o, b_c`` of shape ``(n,)`` and, when
-    ``rotate``, ``W_rot (n/2, n + d_in)`` and ``b_rot (n/2,)``. Weights are uniform in
-    ±1/sqrt(n + d_in); the forget bias starts at 1, the other biases at 0."""
-    _check_sizes(key, d_in, d_hidden, rotate)
-    n, fan_in = d_hidden, d_hidden + d_in
+    ``rotate``, ``W_rot (n/2, n + d_model)`` and ``b_rot (n/2,)``. Weights are uniform in
+    ±1/sqrt(n + d_model); the forget bias starts at 1, the other biases at 0."""
+    _check_sizes(key, d_model, d_state, rotate)
+    n, fan_in = d_state, d_state + d_model
     keys = jax.random.split(key, 5)
     params = {f"W_{g}": _uniform(k, (n, fan_in), fan_in) for g, k in zip(LSTM_GATES, keys)}
     params.update({f"b_{g}": jnp.zeros((n,)) for g in LSTM_GATES})

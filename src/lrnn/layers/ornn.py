@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 
 from .._validate import fail, require_choice, require_key, require_params, require_positive_int
-from .._validate import require_sequence
+from .._validate import renamed_keywords, require_sequence
 from ..orthogonal import (check_reflections, compact_wy, eq9_mask, reflect_identity,
                           reflect_vectors, reflection_columns, require_reflection_count)
 
@@ -54,42 +54,43 @@ FORMULATIONS = ("auto", "dense", "reflections")
 #: REFLECTIONS_SCALE)²`` (n = 128: m <= 4; n = 256: m <= 16): the crossover measured on a
 #: 2-core CPU, where one step of the dense formulation costs about n² multiply-adds per
 #: sequence and one of the reflections m passes of O(n) plus m operations' fixed overhead
-#: (``python -m lrnn.bench layer``, its oRNN batch sweep; ``book/data/bench_layer_cpu.json``).
+#: (``lrnn bench layer``, its oRNN batch sweep; ``book/data/bench_layer_cpu.json``).
 REFLECTIONS_SCALE = 64
 #: How the dense formulation forms W on each backend (see ``_form_W``); other backends: "wy".
 W_BUILDERS = {"cpu": "identity", "gpu": "wy"}
 
 
-def init(key, d_in: int, d_hidden: int, n_reflections: int | None = None, *,
+@renamed_keywords(d_in="d_model", d_hidden="d_state")
+def init(key, d_model: int, d_state: int, n_reflections: int | None = None, *,
          learn_h0: bool = False) -> dict:
     """Random oRNN parameters (uniform initialisations in the spirit of oRNN §5, zero bias).
 
     ``U`` entries on and below the diagonal ~ U(-1, 1) (eq. 9 layout, zeros elsewhere);
-    ``V`` ~ U(-a, a) with ``a = √(6 / (n + d_in))``; ``b = 0``; ``h0`` ~ U(-c, c) with
+    ``V`` ~ U(-a, a) with ``a = √(6 / (n + d_model))``; ``b = 0``; ``h0`` ~ U(-c, c) with
     ``c = √(3 / (2n))`` when learnt; ``u1 = 1`` when ``m = n``.
 
     Args:
       key: a PRNG key.
-      d_in: input size.
-      d_hidden: ``n``, the hidden size.
+      d_model: the input size (``H`` of the deep model; formerly ``d_in``).
+      d_state: ``n``, the hidden size (formerly ``d_hidden``).
       n_reflections: ``m``, the number of reflection vectors, ``1 <= m <= n`` (default ``n``:
         every orthogonal matrix is reachable, Theorem 1).
     Returns:
-      dict with ``U (n, m)``, ``V (n, d_in)``, ``b (n,)``, and ``h0 (n,)`` / ``u1 ()`` as above.
+      dict with ``U (n, m)``, ``V (n, d_model)``, ``b (n,)``, and ``h0 (n,)`` / ``u1 ()`` as above.
     """
     require_key("key", key)
-    require_positive_int("d_in", d_in)
-    require_positive_int("d_hidden", d_hidden)
-    n = d_hidden
+    require_positive_int("d_model", d_model)
+    require_positive_int("d_state", d_state)
+    n = d_state
     m = n if n_reflections is None else n_reflections
     require_positive_int("n_reflections", m)
-    require_reflection_count("n_reflections", m, n, "d_hidden")
+    require_reflection_count("n_reflections", m, n, "d_state")
     k_u, k_v, k_h = jax.random.split(key, 3)
     U = jax.random.uniform(k_u, (n, m), minval=-1.0, maxval=1.0) * eq9_mask(n, m)
-    a = math.sqrt(6.0 / (n + d_in))
+    a = math.sqrt(6.0 / (n + d_model))
     params = {
         "U": U,
-        "V": jax.random.uniform(k_v, (n, d_in), minval=-a, maxval=a),
+        "V": jax.random.uniform(k_v, (n, d_model), minval=-a, maxval=a),
         "b": jnp.zeros((n,)),
     }
     if learn_h0:
@@ -147,7 +148,7 @@ def _form_W(cols, sign, backend=None):
     closest to float64; its m dependent rank-one updates cost little there next to the scan
     over time. On a GPU: the compact WY form ``I - U T⁻¹ Uᵀ`` (``compact_wy``, oRNN Prop. 1),
     a Gram matrix, a triangular solve and a product, because there every dependent step costs
-    a kernel launch (``python -m lrnn.bench layer --construction`` measures both builders:
+    a kernel launch (``lrnn bench layer --construction`` measures both builders:
     time, float32 error, orthogonality and gradient error against float64)."""
     builder = W_BUILDERS.get(backend or jax.default_backend(), "wy")
     return reflect_identity(cols, sign) if builder == "identity" else compact_wy(cols, sign)
@@ -182,7 +183,7 @@ def _run_reflections(cols, sign, drive, h0, phi):
 def _check_params(params):
     """Validate the shapes of ``params`` (and, on host data, the reflection vectors and
     ``u1``); return ``(n, m, d_in)``."""
-    require_params("params", params, ("U", "V", "b"), "lrnn.ornn.init")
+    require_params("params", params, ("U", "V", "b"), "lrnn.layers.ornn.init")
     U = params["U"]
     if jnp.ndim(U) != 2:
         fail("params['U']", U, "shape (n, m) (oRNN eq. 9)")
@@ -190,7 +191,7 @@ def _check_params(params):
     require_reflection_count("params['U'] (its columns)", m, n)
     if m == n:
         if "u1" not in params:
-            require_params("params", params, ("u1",), "lrnn.ornn.init, with m = n reflections")
+            require_params("params", params, ("u1",), "lrnn.layers.ornn.init, with m = n reflections")
         if jnp.shape(params["u1"]) != ():
             fail("params['u1']", params["u1"], "a scalar (oRNN eq. 7)")
     elif "u1" in params:
@@ -289,7 +290,7 @@ def step(params, h, x_t, *, activation: str = "leaky_relu"):
     if h.ndim < 1 or h.shape[-1] != n:
         fail("h", h, f"shape (..., n) with n = {n}")
     if x_t.ndim < 1 or x_t.shape[-1] != d_in:
-        fail("x_t", x_t, f"shape (..., d_in) with d_in = {d_in}")
+        fail("x_t", x_t, f"shape (..., d_model) with d_model = {d_in}")
     if x_t.shape[:-1] != h.shape[:-1]:
         fail("x_t", x_t, f"the batch dimensions of h, {h.shape[:-1]}")
     for name, x in (("h", h), ("x_t", x_t)):
@@ -320,7 +321,7 @@ def apply(params, u, *, formulation: str = "auto", activation: str = "leaky_relu
     n, m, d_in = _check_params(params)
     require_choice("formulation", formulation, FORMULATIONS)
     phi = _check_activation(activation, n)
-    u = require_sequence("u", u, d_in, "d_in")
+    u = require_sequence("u", u, d_in, "d_model")
     if formulation == "auto":
         batch = math.prod(u.shape[:-2])
         formulation, _ = choose_formulation(batch, n, m)

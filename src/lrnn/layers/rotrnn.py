@@ -40,10 +40,10 @@ import math
 import jax
 import jax.numpy as jnp
 
-from .._validate import (fail, require_key, require_params, require_positive_int, require_real,
-                        require_sequence)
+from .._validate import (fail, renamed_keywords, require_bool, require_choice, require_key,
+                        require_params, require_positive_int, require_real, require_sequence)
 from ..orthogonal import block_rotation, skew_expm
-from ..scan import rotation_scan
+from ..scan import available_methods, rotation_scan
 
 
 def head_size(d_state, n_heads) -> int:
@@ -59,6 +59,20 @@ def head_size(d_state, n_heads) -> int:
              f"d_state / n_heads = {d_state} / {n_heads} = {n} to be even "
              "(each head rotates pairs of coordinates)")
     return n
+
+
+def check_decays(gamma_min, gamma_max):
+    """``(gamma_min, gamma_max)`` as floats, ``0 < gamma_min <= gamma_max < 1`` (App. B.3), or
+    a ValueError."""
+    gamma_min = require_real("gamma_min", gamma_min)
+    gamma_max = require_real("gamma_max", gamma_max)
+    if not 0.0 < gamma_min < 1.0:
+        fail("gamma_min", gamma_min, "a decay in the open interval (0, 1)")
+    if not 0.0 < gamma_max < 1.0:
+        fail("gamma_max", gamma_max, "a decay in the open interval (0, 1)")
+    if gamma_min > gamma_max:
+        fail("gamma_min", gamma_min, f"a decay no larger than gamma_max = {gamma_max!r}")
+    return gamma_min, gamma_max
 
 
 def init(key, d_model, d_state, n_heads, *, gamma_min=0.9, gamma_max=0.999, max_phase=math.tau,
@@ -90,15 +104,9 @@ def init(key, d_model, d_state, n_heads, *, gamma_min=0.9, gamma_max=0.999, max_
     require_key("key", key)
     require_positive_int("d_model", d_model)
     n = head_size(d_state, n_heads)
-    gamma_min = require_real("gamma_min", gamma_min)
-    gamma_max = require_real("gamma_max", gamma_max)
+    gamma_min, gamma_max = check_decays(gamma_min, gamma_max)
     max_phase = require_real("max_phase", max_phase)
-    if not 0.0 < gamma_min < 1.0:
-        fail("gamma_min", gamma_min, "a decay in the open interval (0, 1)")
-    if not 0.0 < gamma_max < 1.0:
-        fail("gamma_max", gamma_max, "a decay in the open interval (0, 1)")
-    if gamma_min > gamma_max:
-        fail("gamma_min", gamma_min, f"a decay no larger than gamma_max = {gamma_max!r}")
+    bidirectional = require_bool("bidirectional", bidirectional)
     if max_phase <= 0:
         fail("max_phase", max_phase, "a positive angle in radians")
     h, k = n_heads, d_model
@@ -128,7 +136,7 @@ _STATE_KEYS = ("M", "theta", "nu_log", "B")
 
 def _sizes(params, keys=_STATE_KEYS + ("C", "D")):
     """(H, n, K) from the parameter shapes, checking that they agree."""
-    require_params("params", params, keys, "lrnn.rotrnn.init")
+    require_params("params", params, keys, "lrnn.layers.rotrnn.init")
     m_shape = jnp.shape(params["M"])
     if len(m_shape) != 3 or m_shape[1] != m_shape[2] or m_shape[1] % 2:
         fail("params['M']", params["M"], "shape (H, n, n) with n even")
@@ -144,6 +152,10 @@ def _sizes(params, keys=_STATE_KEYS + ("C", "D")):
     for name in ("C", "C_rev"):
         if name in params and tuple(jnp.shape(params[name])) != (k, h * n):
             fail(f"params['{name}']", params[name], f"shape (d_model, d_state) = {(k, h * n)}")
+    if "C_rev" in params:
+        require_params("params", params, ("C_rev",), "lrnn.layers.rotrnn.init")
+    if "D" in keys and tuple(jnp.shape(params["D"])) != (k,):
+        fail("params['D']", params["D"], f"shape (d_model,) = ({k},), one skip weight per channel")
     return h, n, k
 
 
@@ -188,7 +200,7 @@ def _check_input(u, k):
     return require_sequence("u", u, k)
 
 
-def _rotated_states(params, u, p, *, scale_first_state, reverse, method):
+def _rotated_states(params, u, p, *, scale_first_state, reverse, scan_method):
     """``z = Pᵀ x``, shape ``(..., L, H, n)``: the scan of App. B.1 in the rotated basis."""
     h, n, _ = _sizes(params, _STATE_KEYS)
     b_rot = jnp.swapaxes(p, -1, -2) @ params["B"]                         # (H, n, K): PᵀB
@@ -202,11 +214,18 @@ def _rotated_states(params, u, p, *, scale_first_state, reverse, method):
         scaled = scaled.at[..., t0, :, :].set(first[..., t0, :, :])
     flat = scaled.reshape(*scaled.shape[:-2], h * n)
     g = jnp.repeat(gamma(params), n // 2)                                 # one γ per pair
-    z = rotation_scan(g, params["theta"].reshape(-1), flat, reverse=reverse, method=method)
+    z = rotation_scan(g, params["theta"].reshape(-1), flat, reverse=reverse, method=scan_method)
     return z.reshape(*z.shape[:-1], h, n)
 
 
-def hidden_states(params, u, *, scale_first_state=False, reverse=False, method="auto"):
+def _check_options(scan_method, **flags):
+    require_choice("scan_method", scan_method, available_methods())
+    for name, value in flags.items():
+        require_bool(name, value)
+
+
+@renamed_keywords(method="scan_method")
+def hidden_states(params, u, *, scale_first_state=False, reverse=False, scan_method="auto"):
     """The states of eq. 6, ``x_t = γ_h P_h D(θ_h) P_hᵀ x_{t-1} + ξ_h B_h u_t``, ``x_0 = 0``.
 
     Args:
@@ -217,26 +236,30 @@ def hidden_states(params, u, *, scale_first_state=False, reverse=False, method="
         ``E‖x_t‖² = 1 - γ^{2t}`` (see the module docstring).
       reverse: run backwards in time, ``x_t = γ A x_{t+1} + ξ B u_t`` with ``x_{L+1} = 0``
         (the backward pass of a bidirectional layer; its "first" state is at ``t = L``).
-      method: forwarded to ``lrnn.rotation_scan``.
+      scan_method: the scan backend, passed to ``lrnn.rotation_scan`` as its ``method``
+        (``method=`` still works here, deprecated).
 
     Returns:
       real ``(..., L, H, n)``, in the original basis (``x = P z``).
     """
+    _check_options(scan_method, scale_first_state=scale_first_state, reverse=reverse)
     _, _, k = _sizes(params, _STATE_KEYS)
     u = _check_input(u, k)
     p = P(params)
     z = _rotated_states(params, u, p, scale_first_state=scale_first_state, reverse=reverse,
-                        method=method)
+                        scan_method=scan_method)
     return jnp.einsum("hij,...hj->...hi", p, z)
 
 
-def apply(params, u, *, scale_first_state=False, method="auto"):
+@renamed_keywords(method="scan_method")
+def apply(params, u, *, scale_first_state=False, scan_method="auto"):
     """The RotRNN layer ``y_t = C concat_h(x_t) + D ⊙ u_t``: ``(..., L, K)`` -> ``(..., L, K)``.
 
     Runs in the rotated basis with ``C̃ = C · blockdiag(P)`` so no step multiplies by a dense
     matrix (App. B.1). Bidirectional (``C_rev`` present, App. B.2):
     ``y_t = C x_t + C_rev x_t^rev + D ⊙ u_t`` with ``x^rev = hidden_states(..., reverse=True)``.
-    ``scale_first_state`` and ``method`` as in ``hidden_states``."""
+    ``scale_first_state`` and ``scan_method`` as in ``hidden_states``."""
+    _check_options(scan_method, scale_first_state=scale_first_state)
     h, n, k = _sizes(params)
     u = _check_input(u, k)
     p = P(params)
@@ -244,7 +267,7 @@ def apply(params, u, *, scale_first_state=False, method="auto"):
     def read(c, reverse):
         c_rot = jnp.einsum("khi,hij->khj", c.reshape(k, h, n), p)        # C · blockdiag(P)
         z = _rotated_states(params, u, p, scale_first_state=scale_first_state,
-                            reverse=reverse, method=method)
+                            reverse=reverse, scan_method=scan_method)
         return jnp.einsum("khj,...lhj->...lk", c_rot, z)
 
     y = read(params["C"], False)

@@ -154,6 +154,11 @@ def linear_scan(a, b, *, reverse: bool = False, method: str = "auto"):
 
     Non-finite values are not filtered: a NaN or inf in ``a`` or ``b`` propagates into every
     later state (earlier ones with ``reverse=True``), exactly as in the recurrence.
+
+    Differentiation: reverse mode only (``jax.grad``, ``jax.vjp``, ``jax.jacrev``). The scan
+    has a custom VJP (the adjoint is the same scan run backwards), and JAX cannot apply
+    forward mode (``jax.jvp``, ``jax.jacfwd``) to a custom VJP; use ``jax.jacrev`` for
+    Jacobians.
     """
     require_choice("method", method, available_methods())
     reverse = _require_bool("reverse", reverse)
@@ -219,7 +224,10 @@ def rotation_scan(gamma, theta, b, *, reverse: bool = False, method: str = "auto
       reverse, method: as in ``linear_scan``.
 
     Returns:
-      ``x``, real, with the shape of ``b``.
+      ``x``, real, with the shape of ``b`` and the promoted dtype of ``gamma``, ``theta`` and
+      ``b``. Half-precision ``b`` (float16, bfloat16) is computed in float32 (there is no
+      half-precision complex type) and returned in its own dtype, as ``linear_scan`` returns
+      it. Reverse-mode differentiation only, as ``linear_scan``.
     """
     reverse = _require_bool("reverse", reverse)
     gamma = _numeric_array("gamma", gamma)
@@ -236,7 +244,9 @@ def rotation_scan(gamma, theta, b, *, reverse: bool = False, method: str = "auto
             fail(name, v, f"shape ({n // 2},), one value per rotation pair of b's N={n}")
         if jnp.iscomplexobj(v):
             fail(name, v, "a real array")
-    lam = gamma * jnp.exp(1j * theta)
-    z = linear_scan(lam, pairs_to_complex(b), reverse=reverse, method=method)
-    return complex_to_pairs(z).astype(jnp.result_type(b.dtype, gamma.dtype, theta.dtype))
+    out_dtype = jnp.result_type(b.dtype, gamma.dtype, theta.dtype)
+    work = jnp.promote_types(out_dtype, jnp.float32)         # complex needs >= float32 parts
+    lam = gamma.astype(work) * jnp.exp(1j * theta.astype(work))
+    z = linear_scan(lam, pairs_to_complex(b.astype(work)), reverse=reverse, method=method)
+    return complex_to_pairs(z).astype(out_dtype)
 

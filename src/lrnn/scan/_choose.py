@@ -9,8 +9,16 @@ the best XLA method for the backend.
 """
 from __future__ import annotations
 
+import numbers
+
 import jax
 import jax.numpy as jnp
+import numpy as np
+
+from .._validate import fail, require_bool, require_choice
+
+#: The backends ``choose_method`` knows (``None``: the default backend).
+BACKENDS = ("cpu", "gpu", "tpu")
 
 #: Below this length ``"associative"`` is the GPU fallback; above it too (the stored H100 run
 #: had it ahead of ``"chunked"`` and of the first kernel at every shape up to L = 65 536).
@@ -26,18 +34,42 @@ def _pallas_auto(backend, dtype, shape, time_invariant):
     return auto_ok(backend, dtype=dtype, shape=shape, time_varying=not time_invariant)
 
 
+def _check_request(b_shape, time_invariant, dtype):
+    """``(shape tuple, numpy dtype)`` of a valid request, or a ValueError naming the argument."""
+    if isinstance(b_shape, (str, bytes)) or not hasattr(b_shape, "__len__") or not all(
+            isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in b_shape):
+        fail("b_shape", b_shape, "the shape of b: a tuple of integers (..., L, N)")
+    shape = tuple(int(d) for d in b_shape)
+    if len(shape) < 2 or min(shape) < 0 or shape[-2] < 1:
+        fail("b_shape", b_shape, "a shape (..., L, N) with at least two dimensions and L >= 1")
+    require_bool("time_invariant", time_invariant)
+    try:
+        dt = np.dtype(jnp.dtype(dtype))
+    except TypeError:
+        fail("dtype", dtype, "a numeric dtype such as jnp.float32 or jnp.complex64")
+    if not jnp.issubdtype(dt, jnp.inexact):
+        fail("dtype", dtype, "a floating-point or complex dtype (the scan's computing dtype)")
+    return shape, dt
+
+
 def choose_method(b_shape, *, time_invariant: bool = True, backend: str | None = None,
                   dtype=jnp.complex64) -> str:
     """What ``method="auto"`` runs for ``b`` of this shape and dtype on this backend.
 
-    * CPU: ``"sequential"``. In ``python -m lrnn bench scan`` (``book/data/bench_scan_cpu.json``)
+    * CPU: ``"sequential"``. In ``lrnn bench scan`` (``book/data/bench_scan_cpu.json``)
       XLA's ``lax.scan`` loop beat ``"chunked"`` and ``"associative"`` forward and
       forward+backward at B=8, N=256, L = 1K…16K: a CPU has few lanes, all of them already
       busy with the N channels, so the parallel methods only add passes over memory.
     * GPU: ``"pallas"`` where ``lrnn.scan.pallas.auto_ok`` says the kernel runs here and won
       on this GPU generation for such a problem (``book/data/bench_scan_gpu.json``);
       otherwise ``"associative"``, which beat ``"chunked"`` on the stored H100 runs.
+
+    ``b_shape`` must be a shape ``(..., L, N)`` of positive sizes, ``backend`` one of
+    :data:`BACKENDS` or ``None``, ``dtype`` floating or complex: anything else is a ValueError.
     """
+    b_shape, dtype = _check_request(b_shape, time_invariant, dtype)
+    if backend is not None:
+        require_choice("backend", backend, BACKENDS)
     backend = backend or jax.default_backend()
     if backend == "cpu":
         return "sequential"
@@ -49,13 +81,13 @@ def choose_method(b_shape, *, time_invariant: bool = True, backend: str | None =
 def describe(b_shape=(8, 4096, 256), *, time_invariant: bool = True, dtype=jnp.complex64) -> str:
     """One line: which method ``"auto"`` uses for ``b`` of this shape and dtype here, and why
     (including why the Pallas kernel is or is not used)."""
+    b_shape, dtype = _check_request(b_shape, time_invariant, dtype)
     backend = jax.default_backend()
     devices = ", ".join(sorted({d.device_kind for d in jax.devices()}))
-    dtype = jnp.dtype(dtype)
     method = choose_method(b_shape, time_invariant=time_invariant, backend=backend, dtype=dtype)
     reasons = {
         "sequential": ("on a CPU the lax.scan loop is the fastest and leanest at every size "
-                       "measured (python -m lrnn bench scan): the N channels already fill the "
+                       "measured (lrnn bench scan): the N channels already fill the "
                        "few vector lanes, so parallel scans only add passes over memory"),
         "associative": ("on a GPU it is the fastest XLA method measured (the stored H100 "
                         "benchmark): log L fully parallel levels, each a fused pass"),

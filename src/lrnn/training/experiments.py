@@ -1,11 +1,15 @@
 """Named suites of training runs, each run stored as one JSON file.
 
-    python -m lrnn.experiments list
-    python -m lrnn.experiments run cpu-small --out book/data/results
-    python -m lrnn.experiments run gpu-targets --only adding400-lru
-    python -m lrnn.experiments targets           # which GPU targets the stored runs meet
+    lrnn experiments list
+    lrnn experiments run cpu-small --out book/data/results
+    lrnn experiments run gpu-targets --only adding400-lru
+    lrnn experiments targets           # which GPU targets the stored runs meet
 
-Each JSON holds the suite and run name, the equivalent ``python -m lrnn.train`` command, the
+Before the first run, ``run`` checks every file it will write: the folder exists (or its parent
+does), and a file there already is a stored run record (``suite``, ``name``, ``curves``), never
+anything else. Records are written atomically.
+
+Each JSON holds the suite and run name, the equivalent ``lrnn train`` command, the
 configuration, the device it ran on, wall time and time per step, the parameter count, the
 final and best test metrics, the baseline of the task and the learning curves.
 Results are only ever what a run measured; :func:`load_results` reads them back.
@@ -23,8 +27,10 @@ import re
 import statistics
 import sys
 
+from .. import _io
 from .._validate import fail
-from .train import TrainConfig, TrainingDiverged, config_to_argv, train
+from .train import (CheckpointError, TrainConfig, TrainingDiverged, config_to_argv, train,
+                    upgrade_config)
 
 _ADD = dict(task="adding")
 # Small models the 2-core CPU trains in under a minute or a few minutes each (the stored
@@ -48,18 +54,18 @@ def _cpu_suite():
     base = {}
     for m, extra in (("lru", _CPU_LRU), ("rotrnn", _CPU_ROT), ("ornn", {}), ("lstm", {}),
                      ("rotlstm", {}), ("gru", {}), ("rotgru", {})):
-        base[f"adding100-{m}"] = TrainConfig(**_ADD, seq_len=100, model=m, steps=500,
+        base[f"adding100-{m}"] = TrainConfig(**_ADD, seq_len=100, layer=m, steps=500,
                                              **{**_CPU, **extra})
     for m, extra in (("lru", _CPU_LRU), ("rotrnn", _CPU_ROT)) + tuple((m, {}) for m in NONLINEAR):
-        base[f"copying50-{m}"] = TrainConfig(task="copying", seq_len=50, model=m, steps=600,
+        base[f"copying50-{m}"] = TrainConfig(task="copying", seq_len=50, layer=m, steps=600,
                                              **{**_CPU, **extra, "depth": 2})
-        base[f"smnist-{m}"] = TrainConfig(task="smnist", model=m, steps=600,
+        base[f"smnist-{m}"] = TrainConfig(task="smnist", layer=m, steps=600,
                                           **{**_CPU, **extra, "eval_every": 100})
     # oRNN §5.5: with leaky ReLU the oRNN could not solve copying; OPLU (norm-preserving) could.
     base["copying50-ornn-oplu"] = dataclasses.replace(base["copying50-ornn"], activation="oplu")
     for m, extra in (("lru", _CPU_LRU), ("rotrnn", _CPU_ROT)):
         base[f"listops200-{m}"] = TrainConfig(task="listops", seq_len=200, n_train=2000,
-                                              model=m, steps=300,
+                                              layer=m, steps=300,
                                               **{**_CPU, **extra, "eval_every": 100})
     return {f"{name}-seed{s}": dataclasses.replace(cfg, seed=s)
             for name, cfg in base.items() for s in CPU_SEEDS}
@@ -88,36 +94,36 @@ def _gpu_suite():
     runs = {}
     for m, extra in (("lru", _GPU_LRU), ("rotrnn", _GPU_ROT)) + tuple(
             (m, dict(_GATED, **(_ORNN["adding"] if m == "ornn" else {}))) for m in NONLINEAR):
-        runs[f"adding400-{m}"] = TrainConfig(**_ADD, seq_len=400, model=m, steps=5000,
+        runs[f"adding400-{m}"] = TrainConfig(**_ADD, seq_len=400, layer=m, steps=5000,
                                              **{**_GPU, **extra})
     for m, extra in (("lru", dict(r_min=0.99)),
                      ("rotrnn", dict(_GPU_ROT, gamma_min=0.99, gamma_max=0.9999))):
-        runs[f"copying500-{m}"] = TrainConfig(task="copying", seq_len=500, model=m, steps=8000,
+        runs[f"copying500-{m}"] = TrainConfig(task="copying", seq_len=500, layer=m, steps=8000,
                                               **{**_GPU, **extra})
         for t in ("smnist", "psmnist"):
-            runs[f"{t}-{m}"] = TrainConfig(task=t, model=m, steps=6000, dropout=0.1,
+            runs[f"{t}-{m}"] = TrainConfig(task=t, layer=m, steps=6000, dropout=0.1,
                                            norm="batch", **{**_GPU, **extra})
     for m in NONLINEAR:
         for t, steps in _NONLINEAR_STEPS.items():
             extra = dict(_GATED, **(_ORNN[t] if m == "ornn" else {}))
             mnist = dict(dropout=0.1, norm="batch") if t != "copying" else {}
             name = f"copying500-{m}" if t == "copying" else f"{t}-{m}"
-            runs[name] = TrainConfig(task=t, model=m, steps=steps,
+            runs[name] = TrainConfig(task=t, layer=m, steps=steps,
                                      **({"seq_len": 500} if t == "copying" else {}),
                                      **{**_GPU, **extra, **mnist})
     runs["copying500-ornn-oplu"] = dataclasses.replace(runs["copying500-ornn"], activation="oplu")
     for m in ("lru", "rotrnn", "ornn", "lstm", "rotlstm", "gru", "rotgru"):
         extra = {"lru": dict(r_min=0.5),
                  "rotrnn": dict(_GPU_ROT, gamma_min=0.5, max_phase=0.0314)}.get(m, _GATED)
-        runs[f"listops1000-{m}"] = TrainConfig(task="listops", seq_len=1000, model=m, steps=5000,
+        runs[f"listops1000-{m}"] = TrainConfig(task="listops", seq_len=1000, layer=m, steps=5000,
                                                **{**_GPU, "lr": 1e-3, **extra})
     return runs
 
 
 def _smoke_suite():
-    return {"smoke-lru": TrainConfig(task="adding", seq_len=8, model="lru", steps=4, depth=1,
+    return {"smoke-lru": TrainConfig(task="adding", seq_len=8, layer="lru", steps=4, depth=1,
                                      d_model=4, d_state=4, batch_size=4, eval_every=2, n_test=8),
-            "smoke-rotrnn": TrainConfig(task="copying", seq_len=4, copy_k=2, model="rotrnn",
+            "smoke-rotrnn": TrainConfig(task="copying", seq_len=4, copy_k=2, layer="rotrnn",
                                         steps=3, depth=1, d_model=4, d_state=4, n_heads=2,
                                         batch_size=4, eval_every=3, n_test=8)}
 
@@ -145,7 +151,35 @@ def device_info() -> dict:
 
 
 def command(cfg: TrainConfig) -> str:
-    return " ".join(["python -m lrnn.train", *config_to_argv(cfg)])
+    return " ".join(["lrnn train", *config_to_argv(cfg)])
+
+
+#: The keys that mark a JSON file as a run record of :func:`run_one`.
+RECORD_KEYS = ("suite", "name", "config", "curves")
+
+
+def record_path(out_dir, suite_name: str, name: str) -> str:
+    return os.path.join(out_dir, f"{suite_name}__{name}.json")
+
+
+def check_outputs(suite_name: str, names, out_dir, checkpoint_dir=None):
+    """Before any run: ``out_dir`` (and ``checkpoint_dir``) is a folder or can be made in an
+    existing one, and every record (and checkpoint) the runs will write is new or an earlier
+    output of this command."""
+    _io.check_folder(out_dir, what="out", create=True)
+    if checkpoint_dir is not None:
+        _io.check_folder(checkpoint_dir, what="checkpoint_dir", create=True)
+    for n in names:
+        if not os.path.isdir(out_dir):         # made by the run: nothing there to replace
+            break
+        _io.check_destination(record_path(out_dir, suite_name, n), suffixes=(".json",),
+                              what="out", owned_by=_io.json_has_keys(*RECORD_KEYS),
+                              command="lrnn experiments run (a run record)")
+    for n in names:
+        if checkpoint_dir is not None and os.path.isdir(checkpoint_dir):
+            from .train import check_outputs as check_train
+            check_train(TrainConfig(checkpoint=os.path.join(checkpoint_dir,
+                                                            f"{suite_name}__{n}.npz")))
 
 
 def run_one(suite_name: str, name: str, cfg: TrainConfig, out_dir: str, *, progress=True,
@@ -154,10 +188,12 @@ def run_one(suite_name: str, name: str, cfg: TrainConfig, out_dir: str, *, progr
 
     With ``checkpoint_dir`` the run checkpoints at every evaluation to
     ``checkpoint_dir/<suite>__<name>.npz`` and resumes from there when started again, so a
-    long run can be split over several sessions (e.g. ``timeout 590 python -m
-    lrnn.experiments run ... --checkpoint-dir ckpt``, repeated until its JSON appears). The
+    long run can be split over several sessions (e.g. ``timeout 590 lrnn experiments run
+    ... --checkpoint-dir ckpt``, repeated until its JSON appears). The
     record then says ``"resumed": true`` and its ``wall_time_s`` covers the last session."""
     trained = cfg
+    check_outputs(suite_name, [name], out_dir, checkpoint_dir)
+    os.makedirs(out_dir, exist_ok=True)
     if checkpoint_dir is not None:
         os.makedirs(checkpoint_dir, exist_ok=True)
         trained = dataclasses.replace(
@@ -174,10 +210,7 @@ def run_one(suite_name: str, name: str, cfg: TrainConfig, out_dir: str, *, progr
         "time_per_step_s": res["time_per_step_s"], "final": res["final"], "best": res["best"],
         "curves": res["history"], "resumed": res["steps_run"] < cfg.steps,
     }
-    os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, f"{suite_name}__{name}.json")
-    with open(path, "w") as f:
-        json.dump(record, f, indent=1)
+    _io.atomic_write_text(record_path(out_dir, suite_name, name), json.dumps(record, indent=1))
     return record
 
 
@@ -192,6 +225,7 @@ def run(suite_name: str, out_dir: str, *, only=None, progress=True,
     for n in names:
         if n not in runs:
             raise ValueError(f"`only`: got {n!r}, expected run names of {suite_name!r}: {list(runs)}.")
+    check_outputs(suite_name, names, out_dir, checkpoint_dir)      # before the first run
     return [run_one(suite_name, n, runs[n], out_dir, progress=progress,
                     checkpoint_dir=checkpoint_dir) for n in names]
 
@@ -202,11 +236,30 @@ def load_results(path_or_dir: str) -> list:
     if not os.path.isdir(path_or_dir):
         fail("path_or_dir", path_or_dir, "an existing directory of stored run records (.json)")
     files = sorted(glob.glob(os.path.join(path_or_dir, "*.json")))
-    out = []
-    for p in files:
-        with open(p) as f:
-            out.append(json.load(f))
-    return out
+    return [load_record(p) for p in files]
+
+
+def load_record(path) -> dict:
+    """One stored run record; a ValueError naming the file if it is not valid JSON or lacks
+    a key a record has. Old records (``config["model"]``) also get today's names
+    (``config["layer"]``)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            record = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"stored result {str(path)!r}: cannot be read as JSON ({err}).") from None
+    needed = RECORD_KEYS + ("best", "device", "task", "n_params", "time_per_step_s")
+    if not isinstance(record, dict) or any(k not in record for k in needed):
+        have = sorted(record) if isinstance(record, dict) else type(record).__name__
+        raise ValueError(f"stored result {str(path)!r}: not a run record of lrnn experiments "
+                         f"(expected the keys {list(needed)}, found {have}).")
+    if not isinstance(record["config"], dict) or not isinstance(record["best"], dict) \
+            or not isinstance(record["device"], dict) or "platform" not in record["device"]:
+        raise ValueError(f"stored result {str(path)!r}: 'config' and 'best' must be objects "
+                         "and 'device' must name its 'platform'.")
+    # today's names added; an old record keeps its old keys too (code that reads them still runs)
+    record["config"] = {**record["config"], **upgrade_config(record["config"])}
+    return record
 
 
 _SEED_SUFFIX = re.compile(r"-seed(\d+)$")
@@ -238,7 +291,7 @@ def summarize(records: list) -> list:
         for field in ("task", "n_params"):
             if len({json.dumps(r[field]) for r in runs}) != 1:
                 fail("records", group, f"runs of group {group!r} with the same {field}")
-        for field, get in (("model", lambda r: r["config"]["model"]),
+        for field, get in (("model", lambda r: upgrade_config(r["config"])["layer"]),
                            ("device", lambda r: r["device"]["platform"])):
             if len({get(r) for r in runs}) != 1:
                 fail("records", group, f"runs of group {group!r} on the same {field}")
@@ -246,7 +299,7 @@ def summarize(records: list) -> list:
         best = [r["best"][key] for r in runs]
         rows.append({
             "suite": suite_name, "group": group, "task": runs[0]["task"],
-            "model": runs[0]["config"]["model"], "metric": runs[0]["metric"],
+            "model": upgrade_config(runs[0]["config"])["layer"], "metric": runs[0]["metric"],
             "baseline": runs[0]["baseline"], "device": runs[0]["device"]["platform"],
             "n_params": runs[0]["n_params"], "seeds": seeds, "best": best,
             "median": statistics.median(best), "min": min(best), "max": max(best),
@@ -321,7 +374,7 @@ def targets_markdown(rows: list) -> str:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m lrnn.experiments",
+    p = argparse.ArgumentParser(prog="lrnn experiments",
                                 description="Run named suites of training runs; one JSON per run.")
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("list", help="list the suites and their runs with the equivalent commands")
@@ -348,7 +401,10 @@ def main(argv=None):
     if args.cmd == "targets":
         if not os.path.isdir(args.dir):
             p.error(f"--dir: {args.dir!r} is not a directory of stored results")
-        records = load_results(args.dir)
+        try:
+            records = load_results(args.dir)
+        except ValueError as err:
+            p.error(f"--dir: {err}")
         if not records:
             p.error(f"--dir: {args.dir!r} holds no stored results (*.json)")
         rows = targets(records)
@@ -358,13 +414,18 @@ def main(argv=None):
         p.error(f"suite: got {args.suite!r}, expected one of {list(SUITES)}")
     unknown = [n for n in args.only or [] if n not in suite(args.suite)]
     if unknown:
-        p.error(f"--only: {unknown} are not runs of {args.suite!r} (see `python -m "
-                f"lrnn.experiments list`)")
+        p.error(f"--only: {unknown} are not runs of {args.suite!r} (see `lrnn experiments "
+                "list`)")
+    try:
+        check_outputs(args.suite, args.only or list(suite(args.suite)), args.out,
+                      args.checkpoint_dir)
+    except ValueError as err:
+        p.error(str(err))
     try:
         records = run(args.suite, args.out, only=args.only, progress=not args.no_progress,
                       checkpoint_dir=args.checkpoint_dir)
-    except TrainingDiverged as err:
-        raise SystemExit(f"python -m lrnn.experiments: error: {err}")
+    except (TrainingDiverged, CheckpointError, _io.DestinationError) as err:
+        raise SystemExit(f"lrnn experiments: error: {err}")
     for rec in records:
         print(json.dumps({"name": rec["name"], "best": rec["best"], "n_params": rec["n_params"],
                           "wall_time_s": round(rec["wall_time_s"], 1)}))

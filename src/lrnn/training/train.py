@@ -1,4 +1,4 @@
-"""Training loop for the deep model on the tasks of :mod:`lrnn.data`.
+"""Training loop for the deep model on the tasks of :mod:`lrnn.training.data`.
 
 * optax AdamW with a linear warm-up from 1e-7 over the first ``warmup_frac`` of training and
   cosine annealing back to 1e-7 (LRU App. D.2);
@@ -10,9 +10,13 @@
   ``(seed, s)``, so a run resumed from a checkpoint (``.npz`` with parameters, BatchNorm
   state, optimiser state and history) ends exactly where the uninterrupted run ends.
 
-Command line (``python -m lrnn.train --help`` explains every flag)::
+Command line (``lrnn train --help`` explains every flag)::
 
-    python -m lrnn.train --task adding --seq-len 400 --model rotrnn --steps 5000
+    lrnn train --task adding --seq-len 400 --layer rotrnn --steps 5000
+
+Before any step is trained the run checks where it will write (``--out``, ``--checkpoint``):
+the folder exists, the suffix is right, and an existing file there is an earlier output of
+``lrnn train``; the checkpoint is locked while the run uses it. Writes are atomic.
 """
 from __future__ import annotations
 
@@ -25,6 +29,8 @@ import numbers
 import os
 import sys
 import time
+import warnings
+import zipfile
 
 import jax
 import jax.numpy as jnp
@@ -32,6 +38,7 @@ import numpy as np
 import optax
 
 from . import data as data_lib
+from .. import _io
 from .. import model as model_lib
 from .._validate import fail, require_choice, require_finite, require_positive_int
 
@@ -41,13 +48,20 @@ def _f(default, help):
 
 
 #: ModelConfig fields that a run takes from its task, not from a flag (``pool`` has its own
-#: TrainConfig field: ``None`` lets the task decide).
+#: TrainConfig field: ``"auto"`` lets the task decide).
 TASK_FIELDS = ("d_output", "d_input", "vocab_size", "pool")
-#: The model flags of a run: ``--model`` is ``ModelConfig.layer``; every other ModelConfig
-#: field outside :data:`TASK_FIELDS` keeps its name. Help texts and defaults are
-#: ModelConfig's own.
-MODEL_FLAGS = {"model": "layer", **{f.name: f.name for f in dataclasses.fields(model_lib.ModelConfig)
-                                    if f.name not in TASK_FIELDS + ("layer",)}}
+#: The model flags of a run: every ModelConfig field outside :data:`TASK_FIELDS`, under its
+#: own name (``--layer`` is ``ModelConfig.layer``). Help texts and defaults are ModelConfig's.
+MODEL_FLAGS = {f.name: f.name for f in dataclasses.fields(model_lib.ModelConfig)
+               if f.name not in TASK_FIELDS}
+#: Old names of options, still accepted with a DeprecationWarning: ``{old: new}``.
+RENAMED = {"model": "layer"}
+#: ``pool`` choices of a run: the model's, or ``auto`` (none for a label per step, else mean).
+POOL_CHOICES = ("auto",) + model_lib.POOLS
+#: The largest number of steps a run accepts (JAX counts steps in int32).
+MAX_STEPS = 10**9
+#: Other integer options stay below this bound.
+MAX_INT = 2**31 - 1
 
 
 @dataclasses.dataclass(frozen=True, init=False)
@@ -55,10 +69,15 @@ class TrainConfig:
     """Everything that defines a run; each field is a ``--flag`` of the command line.
 
     The model is one nested :class:`lrnn.model.ModelConfig`, ``network``, whose fields are
-    flags too (``--model`` sets its ``layer``; see :data:`MODEL_FLAGS`). They are passed and read
-    flat, as before: ``TrainConfig(model="lru", d_state=32).d_state == 32``; its task fields
-    (:data:`TASK_FIELDS`) are set from the task by :func:`model_config`. ``to_dict()`` gives the
-    flat dictionary stored with results and checkpoints.
+    flags too, under the same names (``--layer`` is ``layer``; see :data:`MODEL_FLAGS`). They
+    are passed and read flat: ``TrainConfig(layer="lru", d_state=32).d_state == 32``; its task
+    fields (:data:`TASK_FIELDS`) are set from the task by :func:`model_config`. ``to_dict()``
+    gives the flat dictionary stored with results and checkpoints. The old name ``model`` of
+    ``layer`` is still accepted (:data:`RENAMED`, with a DeprecationWarning), and stored configs
+    that use it are read by :func:`upgrade_config`.
+
+    Every value is checked here, whichever layer it applies to; the command line also refuses
+    a model flag that the chosen layer does not use (``--r-min`` with ``--layer ornn``).
     """
     task: str = _f("adding", f"task: one of {', '.join(data_lib.TASKS)}")
     seq_len: int | None = _f(None, "adding: T; copying: delay T; listops: max length; "
@@ -68,7 +87,8 @@ class TrainConfig:
     listops_depth: int = _f(10, "listops: maximum tree depth (LRA uses 10)")
     n_test: int = _f(1000, "size of the test set (synthetic tasks and listops)")
     network: model_lib.ModelConfig = dataclasses.field(default_factory=model_lib.ModelConfig)
-    pool: str | None = _f(None, "mean, last or none (default: none for copying, mean otherwise)")
+    pool: str = _f("auto", "mean, last, none, or auto: none for a label per step (copying), "
+                           "mean otherwise")
     steps: int = _f(1000, "number of optimisation steps")
     batch_size: int = _f(32, "sequences per step")
     lr: float = _f(1e-3, "peak learning rate")
@@ -85,6 +105,13 @@ class TrainConfig:
 
     def __init__(self, network: model_lib.ModelConfig | None = None, **options):
         own = {f.name: f for f in dataclasses.fields(self) if f.name != "network"}
+        for old, new in RENAMED.items():
+            if old in options:
+                if new in options:
+                    raise TypeError(f"TrainConfig() got both {new!r} and its old name {old!r}")
+                warnings.warn(f"TrainConfig({old}=...) is deprecated: use {new}=...",
+                              DeprecationWarning, stacklevel=2)
+                options[new] = options.pop(old)
         unknown = sorted(set(options) - set(own) - set(MODEL_FLAGS))
         if unknown:
             raise TypeError(f"TrainConfig() got unexpected keyword arguments {unknown}; "
@@ -93,8 +120,10 @@ class TrainConfig:
             network = model_lib.ModelConfig()
         elif not isinstance(network, model_lib.ModelConfig):
             fail("network", network, "an lrnn.model.ModelConfig")
-        if "model" in options:                    # the flag's name, not ModelConfig's `layer`
-            require_choice("model", options["model"], model_lib.layers.names())
+        if "layer" in options:
+            require_choice("layer", options["layer"], model_lib.layers.names())
+        if options.get("pool", "auto") is None:     # older configs: None let the task decide
+            options["pool"] = "auto"
         changes = {MODEL_FLAGS[k]: options.pop(k) for k in list(options) if k in MODEL_FLAGS}
         object.__setattr__(self, "network", dataclasses.replace(network, **changes))
         for name, f in own.items():
@@ -102,8 +131,7 @@ class TrainConfig:
         self._check()
 
     def __getattr__(self, name):
-        """The model flags, read flat: ``cfg.d_state`` is ``cfg.network.d_state`` and
-        ``cfg.model`` is ``cfg.network.layer``."""
+        """The model flags, read flat: ``cfg.d_state`` is ``cfg.network.d_state``."""
         if name in MODEL_FLAGS and "network" in self.__dict__:
             return getattr(self.__dict__["network"], MODEL_FLAGS[name])
         raise AttributeError(f"'TrainConfig' object has no attribute {name!r}")
@@ -120,8 +148,18 @@ class TrainConfig:
         for name in ("seq_len", "n_train"):
             if getattr(self, name) is not None:
                 require_positive_int(name, getattr(self, name))
-        if self.pool is not None:
-            require_choice("pool", self.pool, model_lib.POOLS)
+        for name in ("batch_size", "eval_every", "eval_batch", "n_test", "copy_k",
+                     "listops_depth", "seq_len", "n_train"):
+            if getattr(self, name) is not None and getattr(self, name) > MAX_INT:
+                fail(name, getattr(self, name), f"a positive integer at most {MAX_INT}")
+        if self.steps > MAX_STEPS:
+            fail("steps", self.steps, f"a positive integer at most {MAX_STEPS:.0e}")
+        require_choice("pool", self.pool, POOL_CHOICES)
+        if self.pool == "none" and self.network.bidirectional:
+            fail("pool", self.pool, "'mean', 'last' or 'auto' for a bidirectional (non-causal) model")
+        for name, value in (("checkpoint", self.checkpoint), ("out", self.out)):
+            if value is not None and not isinstance(value, (str, os.PathLike)):
+                fail(name, value, "a file name (str or path) or None")
         require_finite("lr", self.lr, low=0.0, strict=True)
         require_finite("lr_factor", self.lr_factor, low=0.0, strict=True)
         require_finite("weight_decay", self.weight_decay, low=0.0)
@@ -130,10 +168,11 @@ class TrainConfig:
         if self.clip is not None:
             require_finite("clip", self.clip, low=0.0, strict=True)
         if not isinstance(self.seed, numbers.Integral) or isinstance(self.seed, bool) \
-                or self.seed < 0:
-            fail("seed", self.seed, "a non-negative integer")
+                or not 0 <= self.seed < MAX_INT:
+            fail("seed", self.seed, f"an integer in 0 .. {MAX_INT - 1}")
         if not isinstance(self.checkpoint_every, numbers.Integral) \
-                or isinstance(self.checkpoint_every, bool) or self.checkpoint_every < 0:
+                or isinstance(self.checkpoint_every, bool) \
+                or not 0 <= self.checkpoint_every <= MAX_STEPS:
             fail("checkpoint_every", self.checkpoint_every, "a non-negative integer (0: only at "
                  "the end)")
 
@@ -151,7 +190,7 @@ def _flags():
     return out
 
 
-#: Every flag of ``python -m lrnn.train`` (underscores for dashes) and the dataclass field
+#: Every flag of ``lrnn train`` (underscores for dashes) and the dataclass field
 #: that declares it (TrainConfig's own, or ModelConfig's for the model flags).
 FLAGS = _flags()
 
@@ -164,7 +203,7 @@ def load_task(cfg: TrainConfig) -> data_lib.Task:
 def model_config(cfg: TrainConfig, task: data_lib.Task) -> model_lib.ModelConfig:
     """``cfg.network`` completed by the task: its input (real channels or tokens), its output
     size, and the pooling (``cfg.pool``, or the task's default: none for a label per step)."""
-    pool = cfg.pool or ("none" if task.kind == "sequence" else "mean")
+    pool = cfg.pool if cfg.pool != "auto" else ("none" if task.kind == "sequence" else "mean")
     return dataclasses.replace(cfg.network, d_output=task.d_output, d_input=task.d_input,
                                vocab_size=task.vocab_size, pool=pool)
 
@@ -268,30 +307,89 @@ def save_checkpoint(path, step: int, params, state, opt_state, history: dict, co
     ``pending`` training losses of the current evaluation interval to ``.npz``."""
     leaves = jax.tree_util.tree_leaves((params, state, opt_state))
     arrays = {f"leaf_{i:05d}": np.asarray(leaf) for i, leaf in enumerate(leaves)}
-    tmp = str(path) + ".tmp.npz"
     meta = {"history": history, "config": config, "pending": pending or {"loss": [], "metric": []}}
-    np.savez(tmp, step=np.int64(step), meta=np.array(json.dumps(meta)), **arrays)
-    os.replace(tmp, path)
+    with _io.atomic_open(path, "wb") as f:        # a unique temporary file, then os.replace
+        np.savez(f, step=np.int64(step), meta=np.array(json.dumps(meta)), **arrays)
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be read: the message names the file and the problem."""
+
+
+def _bad_checkpoint(path, problem: str):
+    raise CheckpointError(f"checkpoint {str(path)!r}: {problem}. It was not changed; move it "
+                          "away (or pass another --checkpoint) to start afresh.")
+
+
+def _read_checkpoint(path):
+    """``(step, meta, {name: array})`` of a checkpoint file, or a CheckpointError saying which
+    file and what is wrong (empty, truncated, not a checkpoint, bad metadata)."""
+    if os.path.getsize(path) == 0:
+        _bad_checkpoint(path, "the file is empty")
+    if not zipfile.is_zipfile(path):
+        _bad_checkpoint(path, "not a .npz checkpoint written by lrnn train (not a zip archive; "
+                              "truncated or another kind of file)")
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            if "step" not in f.files or "meta" not in f.files:
+                _bad_checkpoint(path, f"not a checkpoint written by lrnn train (it holds "
+                                      f"{sorted(f.files)[:5]}, not 'step' and 'meta')")
+            arrays = {k: f[k] for k in f.files}
+    except CheckpointError:
+        raise
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as err:
+        _bad_checkpoint(path, f"cannot be read, it is damaged or truncated ({type(err).__name__}: "
+                              f"{err})")
+    try:
+        meta = json.loads(str(arrays.pop("meta")))
+        step = int(arrays.pop("step"))
+    except (ValueError, TypeError) as err:
+        _bad_checkpoint(path, f"its metadata cannot be read ({err})")
+    if not isinstance(meta, dict) or not {"history", "config", "pending"} <= set(meta):
+        _bad_checkpoint(path, "its metadata lacks 'history', 'config' or 'pending'")
+    return step, meta, arrays
+
+
+def is_checkpoint(path) -> bool:
+    """Whether ``path`` is a checkpoint that :func:`save_checkpoint` wrote."""
+    try:
+        _read_checkpoint(path)
+    except (CheckpointError, OSError):
+        return False
+    return True
 
 
 def load_checkpoint(path, template):
     """Read a checkpoint written by :func:`save_checkpoint`. ``template`` is a
     ``(params, state, opt_state)`` of the same structure (e.g. freshly initialised).
     Returns ``(step, (params, state, opt_state), meta)`` with ``meta`` holding ``history``,
-    ``config`` and ``pending``."""
-    with np.load(path) as f:
-        leaves_t, treedef = jax.tree_util.tree_flatten(template)
-        n = sum(1 for k in f.files if k.startswith("leaf_"))
-        if n != len(leaves_t):
-            fail("path", path, f"a checkpoint with {len(leaves_t)} arrays for this model, not {n}")
-        leaves = []
-        for i, t in enumerate(leaves_t):
-            a = f[f"leaf_{i:05d}"]
-            if a.shape != np.shape(t):
-                fail("path", path, f"array {i} of shape {np.shape(t)}, found {a.shape}")
-            leaves.append(jnp.asarray(a, dtype=jnp.asarray(t).dtype))
-        tree = jax.tree_util.tree_unflatten(treedef, leaves)
-        return int(f["step"]), tree, json.loads(str(f["meta"]))
+    ``config`` and ``pending``. A file that is empty, truncated, not a checkpoint or one for
+    another model raises a :class:`CheckpointError` (a ValueError) naming the file."""
+    step, meta, arrays = _read_checkpoint(path)
+    leaves_t, treedef = jax.tree_util.tree_flatten(template)
+    n = sum(1 for k in arrays if k.startswith("leaf_"))
+    if n != len(leaves_t):
+        _bad_checkpoint(path, f"it holds {n} arrays, but this model has {len(leaves_t)}")
+    leaves = []
+    for i, t in enumerate(leaves_t):
+        a = arrays.get(f"leaf_{i:05d}")
+        if a is None or a.shape != np.shape(t):
+            _bad_checkpoint(path, f"array {i} has shape {None if a is None else a.shape}, "
+                                  f"this model's has {np.shape(t)}")
+        leaves.append(jnp.asarray(a, dtype=jnp.asarray(t).dtype))
+    return step, jax.tree_util.tree_unflatten(treedef, leaves), meta
+
+
+def upgrade_config(config: dict) -> dict:
+    """A stored run's flat config in today's names (``model`` -> ``layer``; pool ``None`` ->
+    ``"auto"``), so that results and checkpoints of older versions still load."""
+    config = dict(config)
+    for old, new in RENAMED.items():
+        if old in config and new not in config:
+            config[new] = config.pop(old)
+    if "pool" in config and config["pool"] is None:
+        config["pool"] = "auto"
+    return config
 
 
 # ------------------------------------------------------------------------------------------
@@ -301,16 +399,43 @@ def load_checkpoint(path, template):
 HISTORY_KEYS = ("step", "train_loss", "train_metric", "test_loss", "test_metric", "lr")
 
 
+HISTORY_SUFFIXES = (".json", ".csv")
+
+
+def is_history(path) -> bool:
+    """Whether ``path`` is a history that :func:`save_history` wrote (its CSV header, or a
+    JSON object with every key of :data:`HISTORY_KEYS`)."""
+    if str(path).lower().endswith(".csv"):
+        return _io.first_line_is(",".join(HISTORY_KEYS))(path)
+    return _io.json_has_keys(*HISTORY_KEYS)(path)
+
+
+def check_outputs(cfg: TrainConfig):
+    """Check ``cfg.out`` and ``cfg.checkpoint`` before any work (see :mod:`lrnn._io`): each
+    in an existing, writable folder, with the right suffix, not a folder, and, if it exists,
+    an earlier output of ``lrnn train`` (a checkpoint is read back, so a damaged one is
+    named now rather than after training)."""
+    if cfg.out is not None:
+        _io.check_destination(cfg.out, suffixes=HISTORY_SUFFIXES, what="out",
+                              owned_by=is_history, command="lrnn train (a history)")
+    if cfg.checkpoint is not None:
+        _io.check_destination(cfg.checkpoint, suffixes=(".npz",), what="checkpoint",
+                              owned_by=lambda p: True, command="lrnn train")
+        if os.path.exists(cfg.checkpoint):
+            _read_checkpoint(cfg.checkpoint)
+        if cfg.out is not None and os.path.abspath(cfg.out) == os.path.abspath(cfg.checkpoint):
+            fail("out", cfg.out, "a file other than --checkpoint")
+
+
 def save_history(history: dict, path):
-    """Write the history (a dict of equal-length lists) to ``.json`` or ``.csv``."""
-    if str(path).endswith(".csv"):
-        with open(path, "w", newline="") as f:
+    """Write the history (a dict of equal-length lists) to ``.json`` or ``.csv``, atomically."""
+    if str(path).lower().endswith(".csv"):
+        with _io.atomic_open(path, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(HISTORY_KEYS)
             w.writerows(zip(*(history[k] for k in HISTORY_KEYS)))
-    elif str(path).endswith(".json"):
-        with open(path, "w") as f:
-            json.dump(history, f, indent=1)
+    elif str(path).lower().endswith(".json"):
+        _io.atomic_write_text(path, json.dumps(history, indent=1))
     else:
         fail("path", path, "a file name ending in .json or .csv")
 
@@ -369,6 +494,21 @@ def train(cfg: TrainConfig, *, task: data_lib.Task | None = None, progress: bool
     infinite, before anything is checkpointed."""
     if not isinstance(cfg, TrainConfig):
         fail("cfg", cfg, "a TrainConfig")
+    if stop_after is not None:
+        require_positive_int("stop_after", stop_after)
+    check_outputs(cfg)                         # before any work: nothing trained is lost
+    with (_io.lock(cfg.checkpoint, what="checkpoint") if cfg.checkpoint
+          else _no_lock()):
+        return _train(cfg, task=task, progress=progress, callback=callback,
+                      stop_after=stop_after)
+
+
+def _no_lock():
+    import contextlib
+    return contextlib.nullcontext()
+
+
+def _train(cfg, *, task, progress, callback, stop_after):
     t_start = time.perf_counter()
     task = task or load_task(cfg)
     mcfg = model_config(cfg, task)
@@ -382,7 +522,7 @@ def train(cfg: TrainConfig, *, task: data_lib.Task | None = None, progress: bool
         start, (params, state, opt_state), meta = load_checkpoint(
             cfg.checkpoint, (params, state, opt_state))
         history, saved, pending = meta["history"], meta["config"], meta["pending"]
-        saved = {**TrainConfig().to_dict(), **saved}       # flags added since: their defaults
+        saved = {**TrainConfig().to_dict(), **upgrade_config(saved)}   # new flags: defaults
         keep = ("checkpoint", "checkpoint_every", "out")
         if {k: v for k, v in saved.items() if k not in keep} != \
                 {k: v for k, v in config_dict.items() if k not in keep}:
@@ -395,7 +535,7 @@ def train(cfg: TrainConfig, *, task: data_lib.Task | None = None, progress: bool
     end = cfg.steps if stop_after is None else min(cfg.steps, stop_after)
 
     from tqdm.auto import tqdm
-    bar = tqdm(total=cfg.steps, initial=start, disable=not progress, desc=f"{cfg.model}/{cfg.task}",
+    bar = tqdm(total=cfg.steps, initial=start, disable=not progress, desc=f"{cfg.layer}/{cfg.task}",
                leave=True, dynamic_ncols=True)
     losses, metrics = list(pending["loss"]), list(pending["metric"])
     step_time, timed_steps = 0.0, 0
@@ -473,9 +613,25 @@ def _parse_optional(kind):
     return parse
 
 
+class _DeprecatedFlag(argparse.Action):
+    """An old flag name: stores into the new one's destination after a one-line notice."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        new = "--" + self.dest.replace("_", "-")
+        print(f"{parser.prog}: note: {option_string} is deprecated, use {new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def _int_arg(s: str) -> int:
+    try:
+        return int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m lrnn.train",
+        prog="lrnn train",
         description="Train a deep recurrent model (LRU Fig. 1 / RotRNN Fig. 2) on a long-range "
                     "task and print its final test metrics as JSON.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -485,11 +641,24 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument(flag, action="store_true", help=f.metadata["help"])
             continue
         base = f.type if not isinstance(f.type, str) else f.type.split(" |")[0]
-        kind = {"int": int, "float": float, "str": str}[base]
+        kind = {"int": _int_arg, "float": float, "str": str}[base]
         parse = _parse_optional(kind) if "None" in str(f.type) else kind
         p.add_argument(flag, type=parse, default=f.default, help=f.metadata["help"])
+    for old, new in RENAMED.items():
+        p.add_argument("--" + old, dest=new, action=_DeprecatedFlag, help=argparse.SUPPRESS)
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return p
+
+
+def _refuse_unused_flags(parser, argv, cfg: TrainConfig):
+    """A model flag given on the command line that the chosen layer does not use is an error
+    (``--r-min 2 --layer ornn`` would otherwise be ignored)."""
+    given = {a.split("=", 1)[0][2:].replace("-", "_") for a in argv if a.startswith("--")}
+    for name in sorted(given & set(MODEL_FLAGS)):
+        if not model_lib.applies_to(MODEL_FLAGS[name], cfg.layer):
+            users = [n for n in model_lib.layers.names() if model_lib.applies_to(name, n)]
+            parser.error(f"--{name.replace('_', '-')} does not apply to --layer {cfg.layer} "
+                         f"(it applies to {', '.join(users) or 'no layer'}); leave it out")
 
 
 def config_from_args(args) -> TrainConfig:
@@ -512,15 +681,18 @@ def config_to_argv(cfg: TrainConfig) -> list:
 
 def main(argv=None) -> dict:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     try:
         cfg = config_from_args(args)
+        _refuse_unused_flags(parser, argv, cfg)
+        check_outputs(cfg)
     except ValueError as err:
         parser.error(str(err))
     try:
         result = train(cfg, progress=not args.no_progress)
-    except TrainingDiverged as err:
-        raise SystemExit(f"python -m lrnn.train: error: {err}")
+    except (TrainingDiverged, _io.DestinationError, CheckpointError) as err:
+        raise SystemExit(f"lrnn train: error: {err}")
     summary = {"n_params": result["n_params"], "final": result["final"], "best": result["best"],
                "wall_time_s": round(result["wall_time_s"], 2),
                "time_per_step_s": result["time_per_step_s"], "device": jax.devices()[0].device_kind}

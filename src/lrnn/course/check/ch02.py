@@ -108,7 +108,7 @@ def _(fn, rng):
         u = randn(rng, *lead, length, h)
         inputs = {"params": params, "u": u}
         got = call(fn, inputs)
-        want = np.asarray(lru.hidden_states(params, u, method="sequential"))
+        want = np.asarray(lru.hidden_states(params, u, scan_method="sequential"))
         lam = np.exp(-np.exp(params["nu_log"]) + 1j * np.exp(params["theta_log"]))
         expect_close(got, want, inputs=inputs, rtol=2e-4, atol=2e-5, time_axis=-2,
                      dtype="complex", what="the states x", hints=[
@@ -135,7 +135,7 @@ def _(fn, rng):
         u = randn(rng, *lead, length, h)
         inputs = {"params": params, "u": u}
         got = call(fn, inputs)
-        want = np.asarray(lru.apply(params, u, method="sequential"))
+        want = np.asarray(lru.apply(params, u, scan_method="sequential"))
         c = params["C_re"] + 1j * params["C_im"]
 
         def cx(c=c, params=params, u=u):
