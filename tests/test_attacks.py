@@ -24,9 +24,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lrnn import grade as g
-from lrnn.course import remote
-from lrnn.course import sandbox as sb
+from lrnn.course import grading as g
+from lrnn.course.grading import remote
+from lrnn.course.grading import sandbox as sb
 
 pytestmark = [pytest.mark.notebook, pytest.mark.slow]
 

@@ -1,4 +1,4 @@
-"""The autograder (lrnn.grade) on bad submissions: one wrong exercise, a crash, an infinite
+"""The autograder (lrnn grade) on bad submissions: one wrong exercise, a crash, an infinite
 loop, megabytes of output, sys.exit/os._exit, deleted files, unparseable files; gradebook
 atomicity, resuming, retrying, independence of the grading order; time limits; bad
 arguments; the plain-data wire between the grader and a kernel.
@@ -17,9 +17,11 @@ import nbformat
 import numpy as np
 import pytest
 
-from lrnn import grade as g
-from lrnn.course import sandbox as sb
-from lrnn.course import wire
+import lrnn.layers.lru
+
+from lrnn.course import grading as g
+from lrnn.course.grading import sandbox as sb
+from lrnn.course.grading import wire
 
 pytestmark = pytest.mark.notebook
 
@@ -262,7 +264,7 @@ def test_gradebook_write_is_atomic(tmp_path, monkeypatch):
 
     def boom(*a, **k):
         raise OSError("disk full")
-    monkeypatch.setattr(g.os, "fsync", boom)
+    monkeypatch.setattr(os, "fsync", boom)
     with pytest.raises(OSError):
         g.write_gradebook(out, [{"submission": "b", "total": 0, "max_total": 2}])
     assert out.read_bytes() == before
@@ -578,7 +580,7 @@ def test_killed_grader_leaves_no_process_and_no_temporary_file(tmp_path):
                                                           "subs"]
     assert list((tmp_path / "feedback").iterdir()) == []
     assert not list(Path("/tmp").glob(f"lrnn-kernel-{proc.pid}-*"))
-    with g._GradebookLock(out):                  # the dead grader's lock is free
+    with g.GradebookLock(out):                  # the dead grader's lock is free
         pass
     left = [d for _, parent in sb._cgroup_parents()
             for d in Path(parent).glob(f"lrnn-kernel-{proc.pid}-*")]
@@ -624,3 +626,37 @@ def test_gradebook_and_feedback_beside_the_submissions_are_not_shown_to_kernels(
     text = (sub / g.feedback_name(g.display_key(sub / "a_01_linear_recurrence.ipynb"))
             ).read_text(encoding="utf-8")
     assert "raised" not in text
+
+
+# The official tests' forbid/count_calls are the grader's own
+
+class FakeSession:
+    def __init__(self):
+        self.events = []
+
+    def push_forbid(self, targets):
+        self.events.append(("forbid", tuple(targets)))
+
+    def pop_forbid(self):
+        self.events.append(("unforbid",))
+
+    def push_counter(self, counter):
+        self.events.append(("count", counter.name))
+        counter.n += 3                         # as if the kernel had counted three calls
+
+    def pop_counter(self, counter):
+        self.events.append(("uncount", counter.name))
+
+
+def test_forbid_and_count_calls_go_to_the_session_under_the_grader():
+    from lrnn.course.grading.context import grader_context, test_builtins
+    session = FakeSession()
+    ns = {"__builtins__": test_builtins()}
+    exec("from lrnn.course.check import count_calls, forbid", ns)
+    forbid, count_calls = ns["forbid"], ns["count_calls"]
+    with grader_context(session):
+        with forbid("lrnn.lru.forward_blowup"), count_calls("anything") as calls:
+            lrnn.layers.lru.forward_blowup(0.5, 0.5)      # not patched here: the kernel's business
+    assert calls.n == 3
+    assert session.events == [("forbid", ("lrnn.lru.forward_blowup",)),
+                              ("count", "anything"), ("uncount", "anything"), ("unforbid",)]

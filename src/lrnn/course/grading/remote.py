@@ -1,14 +1,14 @@
 """The grader's end of a student's kernel: requests with time limits, and proxies.
 
-:class:`Kernel` starts a harness (:mod:`lrnn.course.harness`) in a sandbox
-(:mod:`lrnn.course.sandbox`) and talks to it through the two pipes the grader owns. Every wait
+:class:`Kernel` starts a harness (:mod:`lrnn.course.grading.harness`) in a sandbox
+(:mod:`lrnn.course.grading.sandbox`) and talks to it through the two pipes the grader owns. Every wait
 has a deadline; a kernel that does not answer in time, answers nonsense or dies is killed
 (with everything it started) and :class:`KernelLost` is raised.
 
 :class:`Proxy` stands, in the grader's process, for a function defined in the notebook:
 calling it sends the arguments (plain data) to the kernel, which calls the student's function
 and sends back the result (plain data). Inside a hidden test's ``with forbid(...)`` or
-``with count_calls(...)`` block (see :mod:`lrnn.course.check._core`) the call carries those
+``with count_calls(...)`` block (see :mod:`lrnn.course.grading.context`) the call carries those
 blocks along, the kernel applies them around the call, and the counts come back.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import selectors
 import time
 
 from . import wire
-from .check._core import GraderAbort
+from .context import GraderAbort
 from .sandbox import Sandbox
 
 #: Seconds a kernel may take to start (importing JAX and IPython), within the notebook limit.
@@ -217,7 +217,7 @@ class Session:
         self.forbidden: list[list[str]] = []
         self.counters: list = []
 
-    # forbid / count_calls (called by lrnn.check._core in remote mode)
+    # forbid / count_calls (called by lrnn.course.grading.context)
     def push_forbid(self, targets):
         self.forbidden.append(list(targets))
 

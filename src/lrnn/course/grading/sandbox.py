@@ -2,7 +2,7 @@
 confined at all.
 
 ``bwrap`` (Debian/Ubuntu package ``bubblewrap``) starts the kernel (``python -m
-lrnn.course.harness``) with:
+lrnn.course.grading.harness``) with:
 
 * an empty root file system (a tmpfs) holding read-only bind mounts of ``/usr`` and the
   system library folders, a few files of ``/etc`` (the dynamic linker's cache, passwd, time
@@ -570,7 +570,7 @@ class Sandbox:
         import secrets
         lay = layout(self.hidden, self.extra)
         token = secrets.token_hex(16)
-        harness = [sys.executable, "-m", "lrnn.course.harness"]
+        harness = [sys.executable, "-m", "lrnn.course.grading.harness"]
         slot = None
         workdir_host = None
         memory = 0 if lay.gpu_devices else self.memory_mb * 2 ** 20

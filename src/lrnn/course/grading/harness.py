@@ -1,9 +1,9 @@
 """The grader's side of a student's kernel: a small fixed program that runs inside the sandbox.
 
-    python -m lrnn.course.harness [--uid U] [--nproc N] [--memory BYTES] [--pdeathsig]
+    python -m lrnn.course.grading.harness [--uid U] [--nproc N] [--memory BYTES] [--pdeathsig]
 
 It reads requests from its standard input and writes replies to its standard output, both
-pipes owned by the grader, as length-prefixed JSON frames (:mod:`lrnn.course.wire`); right at
+pipes owned by the grader, as length-prefixed JSON frames (:mod:`lrnn.course.grading.wire`); right at
 start it moves them to private descriptors and points descriptors 0 and 1 at ``/dev/null``, so
 nothing the notebook prints can be taken for a reply. Requests:
 
@@ -245,9 +245,8 @@ class Harness:
         from IPython.core.interactiveshell import InteractiveShell
         # Loaded before any student code: the course's precision policy (and, with
         # LRNN_EMULATE_TF32=1, the TF32 emulation) and the structural checks.
-        from . import precision
-        from .check import _core
-        self.precision, self.core = precision, _core
+        from .. import check, precision
+        self.precision, self.core = precision, check
 
         class Shell(InteractiveShell):
             def enable_gui(self, gui=None):      # `%matplotlib inline` as in a notebook
@@ -415,7 +414,7 @@ class Harness:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lrnn.course.harness")
+    parser = argparse.ArgumentParser(prog="python -m lrnn.course.grading.harness")
     parser.add_argument("--uid", type=int, default=None)
     parser.add_argument("--nproc", type=int, default=0)
     parser.add_argument("--memory", type=int, default=0, help="address-space limit, bytes")
