@@ -91,7 +91,7 @@ def sandbox_processes():
             for line in status.read_text().splitlines():
                 if line.startswith("Uid:"):
                     uid = int(line.split()[1])
-                    if sb.UID_BASE <= uid < sb.UID_BASE + 64 * 1_000_000:
+                    if sb.UID_BASE <= uid < sb.UID_BASE + sb.UID_SPAN:
                         found.append(int(status.parent.name))
                     break
         except (OSError, ValueError):

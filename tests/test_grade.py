@@ -88,7 +88,7 @@ def graded(tmp_path_factory):
     sub.mkdir()
     cases = {
         "full_01_linear_recurrence.ipynb": submission(before_first_test=[
-            'assert open("notes.txt").read() == "beside the submission"',
+            'import os\nassert os.listdir(".") == [], os.listdir(".")',
             "%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()",
             "from IPython.display import display\ndisplay(3)\n!echo shell commands work"]),
         "one_wrong_01_linear_recurrence.ipynb": submission({"ex1.5-solution": WRONG_RADIUS}),
@@ -144,7 +144,7 @@ def test_full_marks(graded):
     assert scores(row) == FULL and float(row["total"]) == 14 and row["status"] == "graded"
     assert row["ex1.6"] == "manual"
     text = feedback_of(graded, "full_01_linear_recurrence.ipynb")
-    assert "raised" not in text        # it could read the file beside it; magics work
+    assert "raised" not in text        # nothing from the submissions folder; magics work
 
 
 def test_one_wrong_exercise_scores_exactly_the_rest(graded):
@@ -175,11 +175,11 @@ def test_infinite_loop_is_interrupted(graded):
 
 
 def test_calling_the_reference_is_caught_by_hidden_tests(graded):
-    """forbid(...) in the hidden test, which runs in the grader, takes effect in the kernel."""
+    """forbid(...) in the hidden test is decided by the grader, on the submitted source."""
     row = graded["rows"]["cheat_01_linear_recurrence.ipynb"]
     assert scores(row) == dict(FULL, **{"ex1.1": 0})
     text = feedback_of(graded, "cheat_01_linear_recurrence.ipynb")
-    assert "must not call lrnn.scan.binary_operator" in text
+    assert "must not use lrnn.scan.binary_operator" in text
 
 
 def test_exit_kernel_death_flood_and_deleted_files(graded):
@@ -563,7 +563,7 @@ def test_killed_grader_leaves_no_process_and_no_temporary_file(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "lrnn.grade", str(sub), "--out", str(out),
                              "--sandbox", "bwrap"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    uids = {sb.UID_BASE + (proc.pid % 1_000_000) * 64 + slot for slot in range(64)}
+    uids = set(sb.grader_uids(proc.pid))
     deadline = time.monotonic() + 60
     while not _processes_of(uids) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -609,14 +609,15 @@ def subprocess_pid_that_exited():
     return p.pid
 
 
-def test_gradebook_and_feedback_beside_the_submissions_are_not_shown_to_kernels(tmp_path):
-    """--out and --feedback-dir in the submissions folder: the files beside a submission are
-    copied into its sandbox, but never the gradebook, its lock or anyone's feedback."""
+def test_nothing_beside_the_submissions_is_shown_to_kernels(tmp_path):
+    """Only the submission enters its kernel's folder: not a data file beside it, nor (with
+    --out and --feedback-dir in the submissions folder) the gradebook, its lock or anyone's
+    feedback."""
     sub = tmp_path / "subs"
     sub.mkdir()
     (sub / "data.csv").write_text("1,2\n", encoding="utf-8")
     peek = ("import os\nseen = sorted(os.listdir('.'))\n"
-            "assert seen == ['data.csv'], seen")
+            "assert seen == [], seen")
     nbformat.write(submission(before_first_test=[peek]), sub / "a_01_linear_recurrence.ipynb")
     nbformat.write(submission(), sub / "b_01_linear_recurrence.ipynb")
     for force in (False, True):                  # the second run finds the first's files

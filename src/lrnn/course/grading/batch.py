@@ -36,8 +36,8 @@ already "graded" with the same content unless ``--force``, and retries every oth
 from __future__ import annotations
 
 import concurrent.futures
+import math
 import os
-import re
 import threading
 import time
 from pathlib import Path
@@ -46,7 +46,8 @@ from ..exercises import NOTEBOOK_GLOB
 from .config import (DEFAULT_CELL_TIMEOUT, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT,
                      NO_SANDBOX_WARNING, GradeError)
 from .feedback import fmt as _fmt
-from .gradebook import (GradebookLock, _clean_stale_temporaries, feedback_name, read_gradebook,
+from .gradebook import (FEEDBACK_NAME, GradebookLock, _clean_stale_temporaries, check_destination,
+                        feedback_name, read_gradebook,
                         write_gradebook)
 from .score import display_key, grade_submission, sha256
 from .solutions import default_solutions_dir, load_solutions, setup_namespace
@@ -97,20 +98,22 @@ def _preload(sols, *, references: bool):
 
 
 def _check_positive(name, value, *, integer=False, minimum=None):
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and \
+        math.isfinite(value)
     if ok and minimum is not None:
         ok = value >= minimum
     elif ok:
         ok = value > 0
     if not ok or (integer and int(value) != value):
         want = f">= {minimum}" if minimum is not None else "> 0"
-        raise GradeError(f"`{name}`: got {value!r}, expected a number {want}")
+        want = "a finite number " + want
+        raise GradeError(f"`{name}`: got {value!r}, expected {want}")
 
 
 def grade(paths, out, *, force=False, timeout=DEFAULT_TIMEOUT, cell_timeout=DEFAULT_CELL_TIMEOUT,
           feedback_dir=None, workers=2, solutions=None, max_output=DEFAULT_MAX_OUTPUT,
           sandbox="auto", memory_limit_mb=None, max_processes=None, sandbox_paths=(),
-          log=print) -> list[dict]:
+          assignment=None, log=print) -> list[dict]:
     """Grade ``paths`` (files or folders) into the gradebook ``out``; return its rows.
 
     ``sandbox``: "auto" (bubblewrap if it works here, else none with a warning), "bwrap" or
@@ -131,10 +134,15 @@ def grade(paths, out, *, force=False, timeout=DEFAULT_TIMEOUT, cell_timeout=DEFA
     sols = load_solutions(sol_dir)
     if not sols:
         raise GradeError(f"no solution notebooks ({NOTEBOOK_GLOB}) in {display_key(sol_dir)}")
+    if assignment is not None and assignment not in sols:
+        raise GradeError(f"--assignment: got {assignment!r}, expected one of "
+                         f"{', '.join(sorted(sols))}")
+    for extra in sandbox_paths:
+        if not Path(extra).is_dir():
+            raise GradeError(f"--sandbox-path {extra}: no such folder")
     todo_paths = collect(paths)
     out = Path(out)
-    if out.is_dir():
-        raise GradeError(f"--out {display_key(out)} is a folder; give a .csv file name")
+    check_destination(out)
     feedback_dir = Path(feedback_dir) if feedback_dir else out.parent / "feedback"
     if feedback_dir.exists() and not feedback_dir.is_dir():
         raise GradeError(f"--feedback-dir {display_key(feedback_dir)} is not a folder")
@@ -169,7 +177,7 @@ def grade(paths, out, *, force=False, timeout=DEFAULT_TIMEOUT, cell_timeout=DEFA
         private = {out, lock.path}
         if feedback_dir.is_dir():
             private |= {p for p in feedback_dir.iterdir()
-                        if re.search(r"-[0-9a-f]{8}\.md$", p.name)}     # feedback_name()
+                        if FEEDBACK_NAME.search(p.name)}
             private |= {feedback_dir / feedback_name(display_key(p)) for p in todo_paths}
         rows = {r["submission"]: r for r in read_gradebook(out)}
         todo = []
@@ -189,7 +197,7 @@ def grade(paths, out, *, force=False, timeout=DEFAULT_TIMEOUT, cell_timeout=DEFA
             try:
                 res = grade_submission(p, sols, sandbox=box, timeout=timeout,
                                        cell_timeout=cell_timeout, max_output=max_output,
-                                       private=private)
+                                       private=private, assignment=assignment)
             except Exception as e:  # noqa: BLE001 - one broken submission must not stop the rest
                 res = {"row": {"submission": key, "sha256": "", "assignment": "",
                                "sandbox": box.kind,

@@ -40,6 +40,10 @@ def main(argv=None) -> int:
     parser.add_argument("--sandbox-path", action="append", default=[], metavar="DIR",
                         help="an extra folder the kernel may read (e.g. packages installed "
                              "outside the Python environment); repeatable")
+    parser.add_argument("--assignment", default=None, metavar="STEM",
+                        help="the chapter every submission answers (a solution notebook's "
+                             "name, e.g. 01_linear_recurrence); default: the chapter each "
+                             "file name names")
     args = parser.parse_args(argv)
     try:
         grade(args.paths, args.out, force=args.force, timeout=args.timeout,
@@ -47,6 +51,7 @@ def main(argv=None) -> int:
               workers=args.workers, solutions=args.solutions, max_output=args.max_output,
               sandbox=args.sandbox, memory_limit_mb=args.memory_limit,
               max_processes=args.max_processes, sandbox_paths=args.sandbox_path,
+              assignment=args.assignment,
               log=lambda m: print(m, file=sys.stderr if m.startswith("WARNING") else sys.stdout,
                                   flush=True))
     except GradeError as e:

@@ -10,8 +10,7 @@ DEFAULT_CELL_TIMEOUT = 120
 DEFAULT_MAX_OUTPUT = 200_000
 MAX_RESTARTS = 3
 MAX_SUBMISSION_BYTES = 50 * 2 ** 20
-SIBLING_FILE_LIMIT = 20 * 2 ** 20
-SIBLING_TOTAL_LIMIT = 100 * 2 ** 20
+DATA_FILE_LIMIT = 20 * 2 ** 20
 CHECK_CALL = re.compile(r"check\(\s*['\"](\d+\.\d+)['\"]")
 NO_SANDBOX_WARNING = ("WARNING: grading WITHOUT a sandbox ({why}). A submission can read the "
                       "solutions and hidden tests, and change other students' files, grades "

@@ -4,8 +4,8 @@ A hidden test writes ``from lrnn.course.check import forbid, count_calls`` (or t
 ``lrnn.check``). In the grader those two names are the grader's own: entering a block records
 it on the test's :class:`~lrnn.course.grading.remote.Session`, and the calls of notebook
 functions made inside it carry the block to the kernel (counts come back with the results).
-The structural verdict itself does not rest on the kernel: see
-:mod:`lrnn.course.grading.structure`.
+The verdict of ``forbid`` does not rest on the kernel: entering the block checks the
+submitted source (:mod:`lrnn.course.grading.structure`) and fails the test there.
 """
 from __future__ import annotations
 
@@ -47,6 +47,11 @@ class forbid:
     def __enter__(self):
         self._session = _SESSION.get()
         if self._session is not None:
+            structure = getattr(self._session, "structure", None)
+            if structure is not None:
+                why = structure.violation(self.targets)
+                if why:
+                    raise check.ForbiddenCall(why)
             self._session.push_forbid(self.targets)
         return self
 

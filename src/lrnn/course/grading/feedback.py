@@ -1,8 +1,15 @@
-"""The Markdown feedback a student receives."""
+"""The Markdown feedback a student receives.
+
+Everything a student controls (file names, exception names and messages, answers to open
+questions) is shown inside code spans or fenced blocks whose fence is longer than any run of
+backticks in the text: it can never become Markdown or HTML (a forged table, a ``<!--``).
+"""
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
+
 
 def fmt(x) -> str:
     if isinstance(x, str):
@@ -10,11 +17,30 @@ def fmt(x) -> str:
     return f"{x:g}"
 
 
+def _longest_run(text: str, ch: str) -> int:
+    return max((len(m) for m in re.findall(f"{re.escape(ch)}+", text)), default=0)
+
+
+def fenced(text: str) -> str:
+    """``text`` as a fenced block of plain text that no content can close."""
+    fence = "`" * max(3, _longest_run(text, "`") + 1)
+    return f"{fence}text\n{text}\n{fence}\n"
+
+
+def code_span(text: str) -> str:
+    """``text`` on one line, as inline code that no content can close."""
+    text = " ".join(str(text).split())
+    ticks = "`" * (_longest_run(text, "`") + 1)
+    return f"{ticks} {text} {ticks}"
+
+
 def render(key, sol, results, reason, notes) -> str:
+    """``notes``: (text written by the grader, student-controlled text or None)."""
     out = io.StringIO()
-    out.write(f"# Feedback on `{Path(key).name}`\n\n")
+    out.write(f"# Feedback on {code_span(Path(key).name)}\n\n")
     if sol is None:
-        out.write(f"**Score: 0.** This submission could not be graded: {reason}.\n")
+        out.write("**Score: 0.** This submission could not be graded:\n\n")
+        out.write(fenced(str(reason)))
         return out.getvalue()
     auto = [e for e in results if e["score"] != "manual"]
     manual = [e for e in results if e["score"] == "manual"]
@@ -26,7 +52,11 @@ def render(key, sol, results, reason, notes) -> str:
         out.write(f", plus {fmt(sum(e['points'] for e in manual))} points graded by hand")
     out.write(".\n\n")
     for note in notes:
-        out.write(f"- {note}\n")
+        text, student = note if isinstance(note, tuple) else (note, None)
+        out.write(f"- {text}\n")
+        if student is not None:
+            out.write("\n" + "\n".join("  " + ln for ln in fenced(student).splitlines())
+                      + "\n")
     if notes:
         out.write("\n")
     out.write("| Exercise | Points | Result |\n|---|---|---|\n")
@@ -40,10 +70,7 @@ def render(key, sol, results, reason, notes) -> str:
         out.write(f"\n## Exercise {e['exercise']} · {e['title']}: {e['result']}\n\n")
         if e["score"] == "manual":
             out.write("Graded by hand (open question). Your answer:\n\n")
-            text = e["detail"] or "(no answer found)"
-            out.write("> " + text.replace("\n", "\n> ") + "\n")
+            out.write(fenced(e["detail"] or "(no answer found)"))
         else:
-            detail = e["detail"].replace("```", "'''")
-            out.write(f"```text\n{detail[:6000]}\n```\n")
+            out.write(fenced(e["detail"][:6000]))
     return out.getvalue()
-

@@ -7,11 +7,16 @@ import time
 from .config import MAX_RESTARTS
 from .solutions import setup_namespace
 
+def _builtin_name(ename) -> str:
+    return ename if isinstance(ename, str) and isinstance(getattr(builtins, ename, None), type) \
+        else "an exception"
+
+
 def _quiet_print(*args, **kwargs):
     return None
 
 
-def run_official_test(kernel, sol, grade_id: str, limit: float) -> dict:
+def run_official_test(kernel, sol, grade_id: str, limit: float, structure=None) -> dict:
     """Run the solution's test code for ``grade_id`` in this process against the notebook in
     ``kernel``. Returns the outcome; raises ``KernelLost`` if the kernel is lost."""
     from .. import precision
@@ -23,7 +28,7 @@ def run_official_test(kernel, sol, grade_id: str, limit: float) -> dict:
     ns["check"] = check
     ns["__builtins__"] = test_builtins()
     ns["print"] = _quiet_print
-    session = Session(kernel, limit)
+    session = Session(kernel, limit, structure)
     wanted = [n for n in test["free"]
               if n in sol["student_names"] or (n not in ns and not hasattr(builtins, n))]
     for name, info in session.names(wanted).items():
@@ -61,7 +66,11 @@ def run_submission(steps, sol, sandbox, *, files: dict, timeout: float, cell_tim
     """Run the steps; returns {"outcomes": {step: outcome}, "timed_out", "restarts",
     "fatal", "kernel_s"}. Every wait is bounded by ``timeout`` (plus a few seconds of grace
     to kill the sandbox)."""
-    from .remote import CallTimeout, Kernel, KernelLost
+    from .remote import HIDDEN_MESSAGE, CallTimeout, Kernel, KernelLost
+    from .structure import Structure
+    course = sol["course_cells"] if sol else set()
+    structure = Structure([(s.cell, s.source) for s in steps if s.kind == "code"],
+                          trusted=course)
     start = time.monotonic()
     deadline = start + timeout
     outcomes: dict[int, dict] = {}
@@ -91,14 +100,20 @@ def run_submission(steps, sol, sandbox, *, files: dict, timeout: float, cell_tim
                     if step.kind == "code":
                         out = kernel.run_cell(step.source, limit)
                         size = out.get("output_bytes", 0)
+                        # After an official test, the kernel may hold its inputs: its
+                        # error messages no longer reach the feedback.
+                        seen = any(steps[i].kind == "test" for i in outcomes)
                         out = {"status": out.get("status", "error"),
-                               "ename": str(out.get("ename", ""))[:100],
-                               "evalue": str(out.get("evalue", ""))[:4000],
+                               "ename": _builtin_name(out.get("ename")) if seen
+                               else str(out.get("ename", ""))[:100],
+                               "evalue": HIDDEN_MESSAGE if seen
+                               else str(out.get("evalue", ""))[:4000],
                                "output_bytes": size if isinstance(size, int) else 0}
                         out["truncated"] = out["output_bytes"] > max_output
                     else:
                         try:
-                            out = run_official_test(kernel, sol, step.grade_id, limit)
+                            out = run_official_test(kernel, sol, step.grade_id, limit,
+                                                    structure)
                         except CallTimeout:
                             out = {"status": "timeout", "ename": "CallTimeout", "evalue": ""}
                 except KernelLost as e:

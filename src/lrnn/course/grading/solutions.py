@@ -94,11 +94,13 @@ def load_solutions(folder) -> dict[str, dict]:
         if nb.cells and nb.cells[0].cell_type == "markdown":
             first = nb.cells[0].source.strip().splitlines()[0] if nb.cells[0].source.strip() else ""
             title = first.lstrip("# ").strip() or title
-        imports, student = [], set()
+        imports, student, course = [], set(), set()
         for cell in nb.cells:
             if cell.cell_type != "code":
                 continue
             kind = cell_kind(cell)
+            if kind == "":
+                course.add(cell.source.strip())
             tree = _python_ast(cell.source)
             if tree is None:
                 continue
@@ -119,7 +121,9 @@ def load_solutions(folder) -> dict[str, dict]:
                                     "exec"),
                     "free": free_names(tree)}
         needed = {n for t in tests.values() for n in t["free"]}
+        data_files = (nb.metadata.get("lrnn") or {}).get("data_files", [])
         out[path.stem] = {"path": str(path), "title": title, "table": table,
+                          "data_files": [str(f) for f in data_files], "course_cells": course,
                           "imports": _imports_of(imports, needed),
                           "student_names": student, "tests": tests, "namespace": None}
     return out
@@ -154,8 +158,8 @@ def setup_namespace(sol) -> dict:
         return sol["namespace"]
 
 
-def match_assignment(nb, name: str, solutions: dict) -> str | None:
-    """The stem of the solution notebook this submission answers."""
+def notebook_exercises(nb) -> set[str]:
+    """The exercise ids a notebook's cells name (grade ids and ``check("N.M", ...)`` calls)."""
     ids = set()
     if nb is not None:
         for cell in nb.cells:
@@ -164,15 +168,24 @@ def match_assignment(nb, name: str, solutions: dict) -> str | None:
                 ids.add(ex)
             if cell.get("cell_type") == "code":
                 ids.update(CHECK_CALL.findall(cell.get("source", "")))
-    best, best_n = None, 0
-    for stem, sol in solutions.items():
-        n = len(ids & {row["exercise"] for row in sol["table"]})
-        if n > best_n:
-            best, best_n = stem, n
-    if best:
-        return best
+    return ids
+
+
+def assignment_of_name(name: str, solutions: dict) -> str | None:
+    """The chapter a file name names (the longest solution stem in it), or None."""
     for stem in sorted(solutions, key=len, reverse=True):
         if stem in name:
             return stem
     return None
 
+
+def match_assignment(nb, name: str, solutions: dict) -> str | None:
+    """The stem of the solution notebook whose exercises the cells name most (ties: the
+    first), else the one the file name names."""
+    ids = notebook_exercises(nb)
+    best, best_n = None, 0
+    for stem, sol in solutions.items():
+        n = len(ids & {row["exercise"] for row in sol["table"]})
+        if n > best_n:
+            best, best_n = stem, n
+    return best or assignment_of_name(name, solutions)
