@@ -24,9 +24,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lrnn import grade as g
-from lrnn.course import remote
-from lrnn.course import sandbox as sb
+from lrnn.course import grading as g
+from lrnn.course.grading import remote
+from lrnn.course.grading import sandbox as sb
 
 pytestmark = [pytest.mark.notebook, pytest.mark.slow]
 
@@ -91,7 +91,7 @@ def sandbox_processes():
             for line in status.read_text().splitlines():
                 if line.startswith("Uid:"):
                     uid = int(line.split()[1])
-                    if sb.UID_BASE <= uid < sb.UID_BASE + 64 * 1_000_000:
+                    if sb.UID_BASE <= uid < sb.UID_BASE + sb.UID_SPAN:
                         found.append(int(status.parent.name))
                     break
         except (OSError, ValueError):

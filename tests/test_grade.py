@@ -1,4 +1,4 @@
-"""The autograder (lrnn.grade) on bad submissions: one wrong exercise, a crash, an infinite
+"""The autograder (lrnn grade) on bad submissions: one wrong exercise, a crash, an infinite
 loop, megabytes of output, sys.exit/os._exit, deleted files, unparseable files; gradebook
 atomicity, resuming, retrying, independence of the grading order; time limits; bad
 arguments; the plain-data wire between the grader and a kernel.
@@ -17,9 +17,11 @@ import nbformat
 import numpy as np
 import pytest
 
-from lrnn import grade as g
-from lrnn.course import sandbox as sb
-from lrnn.course import wire
+import lrnn.layers.lru
+
+from lrnn.course import grading as g
+from lrnn.course.grading import sandbox as sb
+from lrnn.course.grading import wire
 
 pytestmark = pytest.mark.notebook
 
@@ -86,7 +88,7 @@ def graded(tmp_path_factory):
     sub.mkdir()
     cases = {
         "full_01_linear_recurrence.ipynb": submission(before_first_test=[
-            'assert open("notes.txt").read() == "beside the submission"',
+            'import os\nassert os.listdir(".") == [], os.listdir(".")',
             "%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()",
             "from IPython.display import display\ndisplay(3)\n!echo shell commands work"]),
         "one_wrong_01_linear_recurrence.ipynb": submission({"ex1.5-solution": WRONG_RADIUS}),
@@ -142,7 +144,7 @@ def test_full_marks(graded):
     assert scores(row) == FULL and float(row["total"]) == 14 and row["status"] == "graded"
     assert row["ex1.6"] == "manual"
     text = feedback_of(graded, "full_01_linear_recurrence.ipynb")
-    assert "raised" not in text        # it could read the file beside it; magics work
+    assert "raised" not in text        # nothing from the submissions folder; magics work
 
 
 def test_one_wrong_exercise_scores_exactly_the_rest(graded):
@@ -173,11 +175,11 @@ def test_infinite_loop_is_interrupted(graded):
 
 
 def test_calling_the_reference_is_caught_by_hidden_tests(graded):
-    """forbid(...) in the hidden test, which runs in the grader, takes effect in the kernel."""
+    """forbid(...) in the hidden test is decided by the grader, on the submitted source."""
     row = graded["rows"]["cheat_01_linear_recurrence.ipynb"]
     assert scores(row) == dict(FULL, **{"ex1.1": 0})
     text = feedback_of(graded, "cheat_01_linear_recurrence.ipynb")
-    assert "must not call lrnn.scan.binary_operator" in text
+    assert "must not use lrnn.scan.binary_operator" in text
 
 
 def test_exit_kernel_death_flood_and_deleted_files(graded):
@@ -262,7 +264,7 @@ def test_gradebook_write_is_atomic(tmp_path, monkeypatch):
 
     def boom(*a, **k):
         raise OSError("disk full")
-    monkeypatch.setattr(g.os, "fsync", boom)
+    monkeypatch.setattr(os, "fsync", boom)
     with pytest.raises(OSError):
         g.write_gradebook(out, [{"submission": "b", "total": 0, "max_total": 2}])
     assert out.read_bytes() == before
@@ -561,7 +563,7 @@ def test_killed_grader_leaves_no_process_and_no_temporary_file(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "lrnn.grade", str(sub), "--out", str(out),
                              "--sandbox", "bwrap"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    uids = {sb.UID_BASE + (proc.pid % 1_000_000) * 64 + slot for slot in range(64)}
+    uids = set(sb.grader_uids(proc.pid))
     deadline = time.monotonic() + 60
     while not _processes_of(uids) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -578,7 +580,7 @@ def test_killed_grader_leaves_no_process_and_no_temporary_file(tmp_path):
                                                           "subs"]
     assert list((tmp_path / "feedback").iterdir()) == []
     assert not list(Path("/tmp").glob(f"lrnn-kernel-{proc.pid}-*"))
-    with g._GradebookLock(out):                  # the dead grader's lock is free
+    with g.GradebookLock(out):                  # the dead grader's lock is free
         pass
     left = [d for _, parent in sb._cgroup_parents()
             for d in Path(parent).glob(f"lrnn-kernel-{proc.pid}-*")]
@@ -607,14 +609,15 @@ def subprocess_pid_that_exited():
     return p.pid
 
 
-def test_gradebook_and_feedback_beside_the_submissions_are_not_shown_to_kernels(tmp_path):
-    """--out and --feedback-dir in the submissions folder: the files beside a submission are
-    copied into its sandbox, but never the gradebook, its lock or anyone's feedback."""
+def test_nothing_beside_the_submissions_is_shown_to_kernels(tmp_path):
+    """Only the submission enters its kernel's folder: not a data file beside it, nor (with
+    --out and --feedback-dir in the submissions folder) the gradebook, its lock or anyone's
+    feedback."""
     sub = tmp_path / "subs"
     sub.mkdir()
     (sub / "data.csv").write_text("1,2\n", encoding="utf-8")
     peek = ("import os\nseen = sorted(os.listdir('.'))\n"
-            "assert seen == ['data.csv'], seen")
+            "assert seen == [], seen")
     nbformat.write(submission(before_first_test=[peek]), sub / "a_01_linear_recurrence.ipynb")
     nbformat.write(submission(), sub / "b_01_linear_recurrence.ipynb")
     for force in (False, True):                  # the second run finds the first's files
@@ -624,3 +627,37 @@ def test_gradebook_and_feedback_beside_the_submissions_are_not_shown_to_kernels(
     text = (sub / g.feedback_name(g.display_key(sub / "a_01_linear_recurrence.ipynb"))
             ).read_text(encoding="utf-8")
     assert "raised" not in text
+
+
+# The official tests' forbid/count_calls are the grader's own
+
+class FakeSession:
+    def __init__(self):
+        self.events = []
+
+    def push_forbid(self, targets):
+        self.events.append(("forbid", tuple(targets)))
+
+    def pop_forbid(self):
+        self.events.append(("unforbid",))
+
+    def push_counter(self, counter):
+        self.events.append(("count", counter.name))
+        counter.n += 3                         # as if the kernel had counted three calls
+
+    def pop_counter(self, counter):
+        self.events.append(("uncount", counter.name))
+
+
+def test_forbid_and_count_calls_go_to_the_session_under_the_grader():
+    from lrnn.course.grading.context import grader_context, test_builtins
+    session = FakeSession()
+    ns = {"__builtins__": test_builtins()}
+    exec("from lrnn.course.check import count_calls, forbid", ns)
+    forbid, count_calls = ns["forbid"], ns["count_calls"]
+    with grader_context(session):
+        with forbid("lrnn.lru.forward_blowup"), count_calls("anything") as calls:
+            lrnn.layers.lru.forward_blowup(0.5, 0.5)      # not patched here: the kernel's business
+    assert calls.n == 3
+    assert session.events == [("forbid", ("lrnn.lru.forward_blowup",)),
+                              ("count", "anything"), ("uncount", "anything"), ("unforbid",)]

@@ -34,7 +34,7 @@ OLD_NAMES = {
     "lrnn.widgets": "lrnn.course.widgets",
     "lrnn.check": "lrnn.course.check",
     "lrnn.exercises": "lrnn.course.exercises",
-    "lrnn.grade": "lrnn.course.grade",
+    "lrnn.grade": "lrnn.course.grading",
     "lrnn.doctor": "lrnn.course.doctor",
 }
 

@@ -1,6 +1,6 @@
 """Self-checks for the exercises: ``check("3.2", rotate_pairs)``.
 
-Each exercise has a checker registered in ``lrnn.check.chNN`` with ``@exercise``. ``check``
+Each exercise has a checker registered in ``lrnn.course.check.chNN`` with ``@exercise``. ``check``
 runs it on seeded random inputs against the reference implementation in ``lrnn`` and prints
 ``✓`` or the first failing input with expected and received values and a hint. It is plain
 Python shipped with the package, so it works the same locally and in Colab.
@@ -12,16 +12,17 @@ import importlib
 import pkgutil
 
 from ._core import (GRADING_ENV, REGISTRY, RESULTS, CheckFailure, Exercise, ExerciseFailed,
-                    ForbiddenCall, GraderAbort, NotImplementedYet, Result, StudentError,
+                    ForbiddenCall, NotImplementedYet, Result, StopCheck, StudentError,
                     alternative, as_array, call, check, count_calls, crandn, describe, exercise,
                     expect, expect_close, expect_dtype, expect_shape, forbid, get,
-                    grader_context, grading, largest_intermediate, randn, run, unit_disk, when)
+                    grading, grading_mode, largest_intermediate, randn, run, unit_disk, when)
+from ._core import _sort_key
 
 _loaded = False
 
 
 def load_all():
-    """Import every chapter module ``lrnn.check.chNN`` (registering its exercises)."""
+    """Import every chapter module ``lrnn.course.check.chNN`` (registering its exercises)."""
     global _loaded
     if _loaded:
         return
@@ -34,13 +35,12 @@ def load_all():
 def exercises() -> dict[str, Exercise]:
     """All registered exercises, by id, in book order."""
     load_all()
-    from ._core import _sort_key
     return {k: REGISTRY[k] for k in sorted(REGISTRY, key=_sort_key)}
 
 
 __all__ = ["check", "run", "exercise", "exercises", "get", "Exercise", "Result", "CheckFailure",
-           "ExerciseFailed", "StudentError", "NotImplementedYet", "call", "expect",
+           "ExerciseFailed", "StopCheck", "StudentError", "NotImplementedYet", "call", "expect",
            "expect_close", "expect_shape", "expect_dtype", "as_array", "alternative", "when",
            "describe", "randn", "crandn", "unit_disk", "grading", "GRADING_ENV", "REGISTRY",
-           "RESULTS", "load_all", "forbid", "ForbiddenCall", "count_calls", "GraderAbort",
-           "grader_context", "largest_intermediate"]
+           "RESULTS", "load_all", "forbid", "ForbiddenCall", "count_calls",
+           "grading_mode", "largest_intermediate"]

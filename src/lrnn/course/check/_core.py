@@ -20,10 +20,8 @@ import numpy as np
 
 GRADING_ENV = "LRNN_GRADING"
 
-#: Set by the grader, in its own process, while it runs an exercise's official tests: the
-#: session through which the notebook's functions are called (``forbid`` and ``count_calls``
-#: then take effect in the student's kernel), and whether we are grading.
-_REMOTE: contextvars.ContextVar = contextvars.ContextVar("lrnn_check_remote", default=None)
+#: True while an autograder runs an exercise's official tests in this process (see
+#: ``grading_mode``): failing checks then raise, print nothing and show no expected values.
 _GRADER: contextvars.ContextVar = contextvars.ContextVar("lrnn_check_grader", default=False)
 
 REGISTRY: dict[str, "Exercise"] = {}
@@ -78,12 +76,13 @@ class NotImplementedYet(Exception):
     pass
 
 
+class StopCheck(BaseException):
+    """Stops a check at once, never reported as the student's error (an autograder subclasses
+    it for "the student's kernel is lost")."""
+
+
 class ExerciseFailed(AssertionError):
     """Raised by ``check`` only while the autograder runs (``LRNN_GRADING=1``)."""
-
-
-class GraderAbort(BaseException):
-    """Stops a check at once (the grader lost the student's kernel); never caught here."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -207,7 +206,7 @@ def call(fn, inputs: dict, **kwargs):
         return fn(*inputs.values(), **kwargs)
     except NotImplementedError as e:
         raise NotImplementedYet(str(e)) from None
-    except (KeyboardInterrupt, SystemExit, GraderAbort):
+    except (KeyboardInterrupt, SystemExit, StopCheck):
         raise
     except BaseException as e:  # noqa: BLE001 - any bug in student code is reported, not raised
         raise StudentError(e, shown) from None
@@ -504,25 +503,16 @@ class ForbiddenCall(AssertionError):
 
 class forbid:
     """Context manager for hidden tests: while active, calling any of ``targets`` (dotted
-    names such as ``"lrnn.lru.hidden_states"``) raises ``ForbiddenCall``. Compute the
-    reference *before* entering it. (A name the student bound with ``from … import …`` before
-    is not caught.)
-
-    Under the grader, the test runs in the grader's process and the notebook's functions in
-    the student's kernel: the block is then sent along with every call of a notebook function
-    made inside it, and applied in the kernel around that call."""
+    names such as ``"lrnn.layers.lru.hidden_states"``) raises ``ForbiddenCall``. Compute the
+    reference *before* entering it. In a notebook this only patches the module attributes;
+    the grader does not trust it: it checks the student's source itself (see
+    ``lrnn.course.grading.structure``)."""
 
     def __init__(self, *targets: str):
         self.targets = targets
         self.saved = []
-        self._session = None
 
     def __enter__(self):
-        session = _REMOTE.get()
-        if session is not None:
-            self._session = session
-            session.push_forbid(self.targets)
-            return self
         import importlib
         for target in self.targets:
             module_name, attr = target.rsplit(".", 1)
@@ -536,10 +526,6 @@ class forbid:
         return self
 
     def __exit__(self, *exc):
-        if self._session is not None:
-            self._session.pop_forbid()
-            self._session = None
-            return False
         for module, attr, original in reversed(self.saved):
             setattr(module, attr, original)
         self.saved = []
@@ -556,9 +542,7 @@ class count_calls:
         assert calls.n <= 12
 
     ``name`` is looked up in the caller's globals (the notebook's namespace), replaced by a
-    counting wrapper inside the block, and restored after it. Under the grader the counting
-    happens in the student's kernel, around each call of a notebook function made inside the
-    block, and the counts come back with the results."""
+    counting wrapper inside the block, and restored after it."""
 
     def __init__(self, name: str, namespace: dict | None = None):
         import sys
@@ -566,14 +550,8 @@ class count_calls:
         self.namespace = namespace if namespace is not None else sys._getframe(1).f_globals
         self.n = 0
         self._original = None
-        self._session = None
 
     def __enter__(self):
-        session = _REMOTE.get()
-        if session is not None:
-            self._session = session
-            session.push_counter(self)
-            return self
         if self.name not in self.namespace or not callable(self.namespace[self.name]):
             raise NameError(f"count_calls: no function {self.name!r} is defined in the notebook")
         self._original = original = self.namespace[self.name]
@@ -585,10 +563,6 @@ class count_calls:
         return self
 
     def __exit__(self, *exc):
-        if self._session is not None:
-            self._session.pop_counter(self)
-            self._session = None
-            return False
         self.namespace[self.name] = self._original
         return False
 
@@ -634,17 +608,14 @@ def grading() -> bool:
 
 
 @contextlib.contextmanager
-def grader_context(session=None):
-    """Used by the grader around an exercise's official tests (in its own process): failing
-    checks raise, print nothing and show no expected values; ``forbid``/``count_calls`` go to
-    ``session``."""
-    t1 = _GRADER.set(True)
-    t2 = _REMOTE.set(session)
+def grading_mode():
+    """What an autograder wraps around an exercise's official tests (in its own process):
+    failing checks raise ``ExerciseFailed``, print nothing and show no expected values."""
+    token = _GRADER.set(True)
     try:
         yield
     finally:
-        _REMOTE.reset(t2)
-        _GRADER.reset(t1)
+        _GRADER.reset(token)
 
 
 def _exact_matmuls():
@@ -678,7 +649,7 @@ def run(exercise_id, answer, *, seed: int = 0) -> Result:
                          inputs=s.inputs,
                          hint=_exception_hint(s.error))
         return Result(ex.id, "error", _format_failure(ex, f))
-    except (KeyboardInterrupt, SystemExit, GraderAbort):
+    except (KeyboardInterrupt, SystemExit, StopCheck):
         raise
     except BaseException as e:  # noqa: BLE001 - reported, never raised
         f = CheckFailure(f"the check stopped with {type(e).__name__}: {e}",

@@ -22,6 +22,9 @@ MAX_REPLY = 64 * 2 ** 20
 MAX_REQUEST = 256 * 2 ** 20
 MAX_DEPTH = 32
 MAX_NODES = 200_000
+#: Containers and separators in one frame, counted before it is parsed (a frame of a
+#: million empty dicts would take gigabytes once parsed).
+MAX_FRAME_TOKENS = 1_000_000
 MAX_NDIM = 32
 _HEADER = struct.Struct(">I")
 _ARRAY_KINDS = "biufc"
@@ -68,6 +71,10 @@ class FrameReader:
                 break
             body = bytes(self.buffer[_HEADER.size:_HEADER.size + size])
             del self.buffer[:_HEADER.size + size]
+            tokens = body.count(b"[") + body.count(b"{") + body.count(b",")
+            if tokens > MAX_FRAME_TOKENS:           # bounds what json.loads builds
+                raise WireError(f"a frame of {tokens:,} items (the limit is "
+                                f"{MAX_FRAME_TOKENS:,})")
             try:
                 frames.append(json.loads(body.decode("utf-8")))
             except (ValueError, RecursionError) as e:

@@ -1,14 +1,14 @@
 """The grader's end of a student's kernel: requests with time limits, and proxies.
 
-:class:`Kernel` starts a harness (:mod:`lrnn.course.harness`) in a sandbox
-(:mod:`lrnn.course.sandbox`) and talks to it through the two pipes the grader owns. Every wait
+:class:`Kernel` starts a harness (:mod:`lrnn.course.grading.harness`) in a sandbox
+(:mod:`lrnn.course.grading.sandbox`) and talks to it through the two pipes the grader owns. Every wait
 has a deadline; a kernel that does not answer in time, answers nonsense or dies is killed
 (with everything it started) and :class:`KernelLost` is raised.
 
 :class:`Proxy` stands, in the grader's process, for a function defined in the notebook:
 calling it sends the arguments (plain data) to the kernel, which calls the student's function
 and sends back the result (plain data). Inside a hidden test's ``with forbid(...)`` or
-``with count_calls(...)`` block (see :mod:`lrnn.course.check._core`) the call carries those
+``with count_calls(...)`` block (see :mod:`lrnn.course.grading.context`) the call carries those
 blocks along, the kernel applies them around the call, and the counts come back.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import selectors
 import time
 
 from . import wire
-from .check._core import GraderAbort
+from .context import GraderAbort
 from .sandbox import Sandbox
 
 #: Seconds a kernel may take to start (importing JAX and IPython), within the notebook limit.
@@ -56,17 +56,22 @@ _SAFE_BUILTIN_ERRORS = {
 }
 
 
+#: What the feedback says in place of the message of an exception raised in the kernel
+#: during an official test: the kernel has seen the hidden inputs, and a message (or an
+#: exception class named by the student) could carry them out.
+HIDDEN_MESSAGE = ("(its message is not shown: run the check in your notebook to see it)")
+
+
 def rebuild_exception(ename: str, evalue: str) -> Exception:
-    """An exception of the same type name as the student's, with the same message."""
+    """An exception of the student's type if it is a builtin one (else ``RemoteError``),
+    with ``evalue`` as its message."""
     cls = _SAFE_BUILTIN_ERRORS.get(ename)
     if cls is not None:
         try:
             return cls(evalue)
         except Exception:  # noqa: BLE001 - e.g. UnicodeDecodeError needs five arguments
             pass
-    if not (isinstance(ename, str) and ename.isidentifier() and len(ename) <= 80):
-        ename = "RemoteError"
-    return type(ename, (RemoteError,), {"__module__": "notebook"})(evalue)
+    return RemoteError(evalue)
 
 
 class Kernel:
@@ -211,13 +216,14 @@ class Session:
     """The calls of one hidden test: the kernel, the time limit, and the ``forbid`` /
     ``count_calls`` blocks in force (entered by the test's ``with`` statements)."""
 
-    def __init__(self, kernel: Kernel, limit: float):
+    def __init__(self, kernel: Kernel, limit: float, structure=None):
         self.kernel = kernel
         self.limit = limit
+        self.structure = structure
         self.forbidden: list[list[str]] = []
         self.counters: list = []
 
-    # forbid / count_calls (called by lrnn.check._core in remote mode)
+    # forbid / count_calls (called by lrnn.course.grading.context)
     def push_forbid(self, targets):
         self.forbidden.append(list(targets))
 
@@ -272,8 +278,7 @@ class Session:
             except wire.WireError as e:
                 raise TypeError(f"the result of {name} could not be read: {e}") from None
         if status == "raised":
-            raise rebuild_exception(str(reply.get("ename", "Exception")),
-                                    str(reply.get("evalue", ""))[:4000])
+            raise rebuild_exception(str(reply.get("ename", "Exception")), HIDDEN_MESSAGE)
         if status == "unsendable":
             raise TypeError(f"{name} returned {reply.get('detail', 'a value')}, which the "
                             "grader cannot compare: return arrays, numbers, tuples, lists or "
@@ -286,8 +291,7 @@ class Session:
                                      "args": args_w}, self.limit)
         status = self._check(reply)
         if status == "raised":
-            raise rebuild_exception(str(reply.get("ename", "Exception")),
-                                    str(reply.get("evalue", ""))[:4000])
+            raise rebuild_exception(str(reply.get("ename", "Exception")), HIDDEN_MESSAGE)
         value = reply.get("value")
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
             raise TypeError("the notebook sent a size that is not an integer")

@@ -2,7 +2,7 @@
 confined at all.
 
 ``bwrap`` (Debian/Ubuntu package ``bubblewrap``) starts the kernel (``python -m
-lrnn.course.harness``) with:
+lrnn.course.grading.harness``) with:
 
 * an empty root file system (a tmpfs) holding read-only bind mounts of ``/usr`` and the
   system library folders, a few files of ``/etc`` (the dynamic linker's cache, passwd, time
@@ -13,6 +13,10 @@ lrnn.course.harness``) with:
 * a private writable ``/tmp`` (a size-limited tmpfs) holding the working folder and the
   home folder, and a private ``/dev/shm``;
 * its own PID, network (loopback only), IPC and UTS namespaces; a new session;
+* a seccomp filter (:mod:`.seccomp`): the kernel keyrings, tracing, BPF, io_uring, new
+  namespaces, mounts and the like fail with EPERM;
+* as root, a user id never used before by this grader (keyrings and anything else keyed by
+  user id are not shared with the previous submission);
 * ``--die-with-parent``: the whole sandbox dies with the grader;
 * as root: the kernel leaves root for a user id of its own (one per concurrent sandbox, so
   that one submission's process limit is not another's), with no way to regain privileges
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import glob
+import itertools
 import os
 import shutil
 import signal
@@ -48,11 +53,14 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import seccomp
+
 MODES = ("auto", "bwrap", "none")
 DEFAULT_MEMORY_MB = 8192
 DEFAULT_PROCESSES = 1024
 DEFAULT_TMP_MB = 1024
 UID_BASE = 2_000_000_000
+UID_SPAN = 100_000 * 4096
 SANDBOX_TMP = "/tmp"
 SANDBOX_WORKDIR = "/tmp/work"
 SANDBOX_HOME = "/tmp/home"
@@ -444,9 +452,20 @@ def _give_slot(slot: int):
         _slots.discard(slot)
 
 
+_serial = itertools.count()
+
+
 def sandbox_uid(slot: int) -> int:
-    """A user id of its own for each concurrent sandbox of this grader process."""
-    return UID_BASE + (os.getpid() % 1_000_000) * 64 + slot % 64
+    """A fresh user id for every sandbox this grader process starts (never one used by an
+    earlier submission: what the kernel keys by user id, such as its keyrings, is not
+    passed on), distinct between concurrent sandboxes."""
+    return UID_BASE + (os.getpid() % 100_000) * 4096 + next(_serial) % 4096
+
+
+def grader_uids(pid: int) -> range:
+    """The user ids the sandboxes of the grader process ``pid`` may get."""
+    start = UID_BASE + (pid % 100_000) * 4096
+    return range(start, start + 4096)
 
 
 def _user_tasks(uid: int) -> int:
@@ -570,12 +589,16 @@ class Sandbox:
         import secrets
         lay = layout(self.hidden, self.extra)
         token = secrets.token_hex(16)
-        harness = [sys.executable, "-m", "lrnn.course.harness"]
+        harness = [sys.executable, "-m", "lrnn.course.grading.harness"]
         slot = None
         workdir_host = None
         memory = 0 if lay.gpu_devices else self.memory_mb * 2 ** 20
+        filter_fd = None
         if self.kind == "bwrap":
             argv = bwrap_args(lay, tmp_mb=self.tmp_mb, userns=self.userns)
+            if seccomp.machine() in seccomp.ARCHES:
+                filter_fd = seccomp.program_fd()
+                argv[-1:-1] = ["--seccomp", str(filter_fd)]
             env = dict(lay.env)
             if os.geteuid() == 0 and not self.userns:
                 slot = _take_slot()
@@ -605,7 +628,8 @@ class Sandbox:
                         *argv]
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, env=env, cwd="/",
-                                    start_new_session=True, close_fds=True)
+                                    start_new_session=True, close_fds=True,
+                                    pass_fds=() if filter_fd is None else (filter_fd,))
         except BaseException:
             if slot is not None:
                 _give_slot(slot)
@@ -614,6 +638,9 @@ class Sandbox:
             if groups is not None:
                 groups.remove()
             raise
+        finally:
+            if filter_fd is not None:
+                os.close(filter_fd)
         return KernelProcess(proc, slot, workdir_host, token, self.kind, groups)
 
     def workdir(self, kp: KernelProcess) -> str:

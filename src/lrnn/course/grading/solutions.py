@@ -1,0 +1,191 @@
+"""The solution notebooks: their exercises, official tests, and the imports those tests use."""
+from __future__ import annotations
+
+import ast
+import builtins
+import threading
+from pathlib import Path
+
+import nbformat
+
+from ..exercises import NOTEBOOK_GLOB, cell_kind, exercise_id, exercise_table, nbgrader_meta
+from .config import CHECK_CALL, GradeError
+
+def default_solutions_dir() -> Path:
+    here = Path("solutions")
+    if here.is_dir():
+        return here
+    return Path(__file__).resolve().parents[4] / "solutions"   # src/lrnn/course/grading/solutions.py
+
+
+def _python_ast(source: str):
+    """The cell as a Python syntax tree (IPython magics translated), or None."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+        source = TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001 - no IPython: plain Python only
+        pass
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _bound_at_top(tree) -> set[str]:
+    """Names a cell binds at module level (def, class, assignment, import, for, with)."""
+    names = set()
+
+    def targets(node):
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name):
+                names.add(sub.id)
+
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                targets(t)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets(node.target)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            targets(node.target)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if item.optional_vars is not None:
+                    targets(item.optional_vars)
+    return names
+
+
+def free_names(tree) -> list[str]:
+    """Names the code reads but never binds, in order of first use."""
+    bound, loaded = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                if node.id not in loaded:
+                    loaded.append(node.id)
+            else:
+                bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                bound.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return [n for n in loaded if n not in bound]
+
+
+def load_solutions(folder) -> dict[str, dict]:
+    """Stem -> {"path", "title", "table", "imports", "student_names", "tests"} for every
+    solution notebook. ``imports``: the top-level import statements of its ordinary code
+    cells (they give the official tests ``np``, ``lrnn``, ``lru`` ...); ``student_names``:
+    what its solution cells define (always taken from the student's kernel)."""
+    out = {}
+    for path in sorted(Path(folder).glob(NOTEBOOK_GLOB)):
+        nb = nbformat.read(path, as_version=4)
+        title = path.stem
+        if nb.cells and nb.cells[0].cell_type == "markdown":
+            first = nb.cells[0].source.strip().splitlines()[0] if nb.cells[0].source.strip() else ""
+            title = first.lstrip("# ").strip() or title
+        imports, student, course = [], set(), set()
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            kind = cell_kind(cell)
+            if kind == "":
+                course.add(cell.source.strip())
+            tree = _python_ast(cell.source)
+            if tree is None:
+                continue
+            if kind == "solution":
+                student |= _bound_at_top(tree)
+            elif kind == "":
+                imports += [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        table = exercise_table(nb, path.name)
+        tests = {}
+        for row in table:
+            if row["kind"] == "test":
+                tree = _python_ast(row["source"])
+                if tree is None:
+                    raise GradeError(f"{path}: the test cell {row['grade_id']} is not valid "
+                                     "Python")
+                tests[row["grade_id"]] = {
+                    "code": compile(tree, f"<official tests of exercise {row['exercise']}>",
+                                    "exec"),
+                    "free": free_names(tree)}
+        needed = {n for t in tests.values() for n in t["free"]}
+        data_files = (nb.metadata.get("lrnn") or {}).get("data_files", [])
+        out[path.stem] = {"path": str(path), "title": title, "table": table,
+                          "data_files": [str(f) for f in data_files], "course_cells": course,
+                          "imports": _imports_of(imports, needed),
+                          "student_names": student, "tests": tests, "namespace": None}
+    return out
+
+
+def _imports_of(statements, needed: set):
+    """Only the imports that bind a name the tests use (matplotlib, scipy.stats ... are
+    left out: importing them would cost seconds for nothing)."""
+    body = []
+    for node in statements:
+        if isinstance(node, ast.Import):
+            keep = [a for a in node.names if (a.asname or a.name.split(".")[0]) in needed]
+            if keep:
+                body.append(ast.Import(names=keep))
+        elif isinstance(node, ast.ImportFrom):
+            keep = [a for a in node.names if (a.asname or a.name) in needed or a.name == "*"]
+            if keep:
+                body.append(ast.ImportFrom(module=node.module, names=keep, level=node.level))
+    return ast.fix_missing_locations(ast.Module(body=body, type_ignores=[]))
+
+
+_SETUP_LOCK = threading.Lock()
+
+
+def setup_namespace(sol) -> dict:
+    """The grader's own modules for the official tests (built once per assignment)."""
+    with _SETUP_LOCK:
+        if sol["namespace"] is None:
+            ns = {"__builtins__": builtins, "__name__": "__lrnn_official_tests__"}
+            exec(compile(sol["imports"], f"<imports of {sol['path']}>", "exec"), ns)
+            sol["namespace"] = ns
+        return sol["namespace"]
+
+
+def notebook_exercises(nb) -> set[str]:
+    """The exercise ids a notebook's cells name (grade ids and ``check("N.M", ...)`` calls)."""
+    ids = set()
+    if nb is not None:
+        for cell in nb.cells:
+            ex = exercise_id(nbgrader_meta(cell).get("grade_id"))
+            if ex:
+                ids.add(ex)
+            if cell.get("cell_type") == "code":
+                ids.update(CHECK_CALL.findall(cell.get("source", "")))
+    return ids
+
+
+def assignment_of_name(name: str, solutions: dict) -> str | None:
+    """The chapter a file name names (the longest solution stem in it), or None."""
+    for stem in sorted(solutions, key=len, reverse=True):
+        if stem in name:
+            return stem
+    return None
+
+
+def match_assignment(nb, name: str, solutions: dict) -> str | None:
+    """The stem of the solution notebook whose exercises the cells name most (ties: the
+    first), else the one the file name names."""
+    ids = notebook_exercises(nb)
+    best, best_n = None, 0
+    for stem, sol in solutions.items():
+        n = len(ids & {row["exercise"] for row in sol["table"]})
+        if n > best_n:
+            best, best_n = stem, n
+    return best or assignment_of_name(name, solutions)
