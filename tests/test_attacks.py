@@ -332,7 +332,8 @@ def test_attacks(tmp_path):
     meta_text = (feedback / g.feedback_name(meta_row["submission"])).read_text("utf-8")
     assert "nbgrader metadata is a str" in meta_text and "grade_id is a list" in meta_text
     for name in ("keyring_reader", "keyring_writer", "structural_bound_names",
-                 "structural_other_paths", "structural_noop_checks", "json_bomb"):
+                 "structural_other_paths", "structural_noop_checks", "json_bomb",
+                 "broadcast_bomb"):
         assert float(by_name[f"attack_{name}_{STEM}.ipynb"]["total"]) == 0, name
     assert by_name[f"attack_hang_{STEM}.ipynb"]["status"] == "kernel died"
     assert {r["sandbox"] for r in rows} == {"bwrap"}
