@@ -66,12 +66,38 @@ def attack_cells(path):
 
 
 def with_cells(nb, cells):
+    """The cells go before the first test cell; a cell starting ``# replaces GRADE_ID``
+    replaces that solution cell instead."""
     nb = nbformat.from_dict(nb)
+    inserted = []
+    for src in cells:
+        first = src.splitlines()[0]
+        if first.startswith("# replaces "):
+            gid = first.split()[-1]
+            cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id")
+                        == gid)
+            cell.source = src
+        else:
+            inserted.append(src)
     first_test = next(i for i, c in enumerate(nb.cells)
                       if c.metadata.get("nbgrader", {}).get("grade"))
-    for k, src in enumerate(cells):
+    for k, src in enumerate(inserted):
         nb.cells.insert(first_test + k, nbformat.v4.new_code_cell(src))
     return nb
+
+
+def outside_fences(markdown: str) -> str:
+    """The Markdown of a feedback file without its fenced blocks (what renders as Markdown)."""
+    out, fence = [], None
+    for line in markdown.splitlines():
+        stripped = line.strip()
+        if fence is None and stripped.startswith("```"):
+            fence = stripped[:len(stripped) - len(stripped.lstrip("`"))]
+        elif fence is not None and stripped == fence:
+            fence = None
+        elif fence is None:
+            out.append(line)
+    return "\n".join(out)
 
 
 def tree_digest(folder):
@@ -173,6 +199,22 @@ def test_attacks(tmp_path):
         nbformat.write(with_cells(blank, attack_cells(path)),
                        subs / f"attack_{path.stem}_{STEM}.ipynb")
     # Attacks made of files rather than code.
+    (subs / "bob_helpers.py").write_text("BOB_SECRET_7d1f = 1\n", encoding="utf-8")
+    (subs / "matplotlib.py").write_text("get_ipython().events.register('pre_run_cell', "
+                                        "lambda *a: exec('raise SystemExit'))\n",
+                                        encoding="utf-8")
+    os.mkfifo(subs / f"attack_fifo_{STEM}.ipynb")                          # attack 6
+    nbformat.write(blank, subs / f"attack_bad\\xff_name_{STEM}.ipynb")    # attack 5's twin
+    tiny = {"cells": [{"cell_type": "raw", "metadata": {}, "source": ""}] * 600_000,
+            "metadata": {}, "nbformat": 4, "nbformat_minor": 5}                # attack 9
+    (subs / f"attack_tiny_cells_{STEM}.ipynb").write_text(json.dumps(tiny), encoding="utf-8")
+    wrong = slim(SOLUTIONS / "02_lru.ipynb")                                   # attack 11
+    nbformat.write(wrong, subs / f"attack_wrong_chapter_{STEM}.ipynb")
+    malformed = nbformat.from_dict(blank)                                      # attack 13
+    next(c for c in malformed.cells if c.metadata.get("nbgrader", {}).get("grade_id") ==
+         "ex1.2").metadata["nbgrader"]["grade_id"] = ["ex1.2"]
+    malformed.cells[1].metadata["nbgrader"] = "ex1.1"
+    nbformat.write(malformed, subs / f"attack_metadata_{STEM}.ipynb")
     os.symlink(SOLUTIONS / f"{STEM}.ipynb", subs / f"attack_symlink_{STEM}.ipynb")
     os.symlink(SOLUTIONS / f"{STEM}.ipynb", subs / "solution_link.txt")
     os.symlink(SOLUTIONS, subs / "linked_folder")            # not followed: no rows from it
@@ -202,16 +244,21 @@ def test_attacks(tmp_path):
                "attacks": tree_digest(ATTACKS)}
 
     # Everything at once.
+    import resource
     logs = []
     start = time.monotonic()
     rows = g.grade([subs], out, feedback_dir=feedback, sandbox=box, timeout=TIMEOUT,
                    cell_timeout=CELL_TIMEOUT, workers=2, solutions=SOLUTIONS,
                    log=logs.append)
     elapsed = time.monotonic() - start
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"attack run: {len(rows)} notebooks in {elapsed:.1f} s, grader peak RSS "
+          f"{peak_mb:.0f} MB")
+    assert peak_mb < 1536, peak_mb
     time.sleep(6)                                   # a detached process would strike now
     gradebook = out.read_bytes()
     by_name = {Path(r["submission"]).name: r for r in rows}
-    assert len(by_name) == len(attacks) + 2 + 3
+    assert len(by_name) == len(attacks) + 2 + 8
 
     # 1. No attack scores more than the blank notebook.
     blank_total = float(ref_rows[f"classmate_blank_{STEM}.ipynb"]["total"])
@@ -262,6 +309,10 @@ def test_attacks(tmp_path):
     for md in feedback.iterdir():
         text = md.read_text(encoding="utf-8")
         assert len(text) < 60_000, md.name
+        assert "LEAKED-REQUEST" not in text, md.name                  # attack 10
+        assert "BOB_SECRET" not in text and "bob_helpers" not in text, md.name   # 2, 3
+        rendered = outside_fences(text)                                # attack 12
+        assert "FORGED" not in rendered and "<!--" not in rendered, md.name
         assert "HIDDEN TESTS" not in text, md.name
         for line in secret:
             assert line not in text, (md.name, line)
@@ -270,6 +321,20 @@ def test_attacks(tmp_path):
     assert by_name[f"attack_symlink_{STEM}.ipynb"]["status"] == "cannot be parsed"
     assert by_name[f"attack_huge_{STEM}.ipynb"]["status"] == "cannot be parsed"
     assert by_name["attack_bad\\xff_name_" + STEM + ".ipynb"]["status"] == "graded"
+    assert by_name["attack_bad\\\\xff_name_" + STEM + ".ipynb"]["status"] == "graded"  # 5
+    assert by_name[f"attack_fifo_{STEM}.ipynb"]["status"] == "cannot be parsed"      # 6
+    assert by_name[f"attack_tiny_cells_{STEM}.ipynb"]["status"] == "cannot be parsed"
+    wrong_row = by_name[f"attack_wrong_chapter_{STEM}.ipynb"]                        # 11
+    assert wrong_row["status"] == "wrong assignment" and wrong_row["assignment"] == STEM
+    assert float(wrong_row["max_total"]) == 14
+    meta_row = by_name[f"attack_metadata_{STEM}.ipynb"]                             # 13
+    assert meta_row["status"] == "graded"
+    meta_text = (feedback / g.feedback_name(meta_row["submission"])).read_text("utf-8")
+    assert "nbgrader metadata is a str" in meta_text and "grade_id is a list" in meta_text
+    for name in ("keyring_reader", "keyring_writer", "structural_bound_names",
+                 "structural_other_paths", "structural_noop_checks", "json_bomb",
+                 "broadcast_bomb"):
+        assert float(by_name[f"attack_{name}_{STEM}.ipynb"]["total"]) == 0, name
     assert by_name[f"attack_hang_{STEM}.ipynb"]["status"] == "kernel died"
     assert {r["sandbox"] for r in rows} == {"bwrap"}
     graded = sum(r["status"] == "graded" for r in rows)
@@ -277,4 +342,4 @@ def test_attacks(tmp_path):
     g.grade([subs / n for n in classmates], out, feedback_dir=feedback, sandbox=box,
             solutions=SOLUTIONS, log=logs.append)
     assert len([m for m in logs if m.startswith("skip")]) == 2
-    assert graded >= len(attacks) - 4
+    assert graded >= len(attacks) - 6

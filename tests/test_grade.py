@@ -661,3 +661,60 @@ def test_forbid_and_count_calls_go_to_the_session_under_the_grader():
     assert calls.n == 3
     assert session.events == [("forbid", ("lrnn.lru.forward_blowup",)),
                               ("count", "anything"), ("uncount", "anything"), ("unforbid",)]
+
+
+# Issue 20 and 22: arguments checked before any work; names and keys one to one
+
+def test_out_must_be_a_gradebook_the_grader_wrote(tmp_path):
+    sub = tmp_path / "subs"
+    sub.mkdir()
+    alice = sub / "alice_01_linear_recurrence.ipynb"
+    alice.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    notes = tmp_path / "notes.csv"
+    notes.write_text("my notes\n")
+    for out in (alice, notes):
+        before = out.read_bytes()
+        assert g.main([str(sub), "--out", str(out), "--sandbox", "none"]) == 2
+        assert out.read_bytes() == before
+    with pytest.raises(g.GradeError, match="not a gradebook written by the grader"):
+        g.grade([sub], notes, solutions=SOLUTIONS, sandbox="none")
+    with pytest.raises(g.GradeError, match="expected a .csv"):
+        g.grade([sub], tmp_path / "gb.txt", solutions=SOLUTIONS, sandbox="none")
+
+
+def test_infinite_timeout_and_missing_sandbox_path_are_refused(tmp_path):
+    nb = tmp_path / "a_01_linear_recurrence.ipynb"
+    nbformat.write(submission(), nb)
+    out = tmp_path / "gb.csv"
+    for extra in (["--timeout", "inf"], ["--cell-timeout", "nan"],
+                  ["--sandbox-path", str(tmp_path / "nowhere")]):
+        assert g.main([str(nb), "--out", str(out), "--sandbox", "none", *extra]) == 2, extra
+    assert not out.exists()
+
+
+def test_keys_and_feedback_names_are_one_to_one(tmp_path):
+    raw = os.fsdecode(b"a\xffb.ipynb")
+    keys = {g.display_key(tmp_path / n) for n in (raw, "a\\xffb.ipynb", "a\\\\xffb.ipynb")}
+    assert len(keys) == 3
+    names = {g.feedback_name(k) for k in keys | {"x/a b.ipynb", "x/a_b.ipynb"}}
+    assert len(names) == 5 and all(re.search(r"-[0-9a-f]{64}\.md$", n) for n in names)
+
+
+@pytest.mark.parametrize("source,targets,bad", [
+    ("from lrnn.scan import binary_operator", ["lrnn.scan.binary_operator"], True),
+    ("import lrnn.scan.associative\ndef f(l, r):\n    return "
+     "lrnn.scan.associative.binary_operator(l, r)", ["lrnn.scan.binary_operator"], True),
+    ("import numpy as np\ndef f(A):\n    return np.roots(np.poly(A))",
+     ["numpy.linalg.eigvals"], True),
+    ("import lrnn\ns = lrnn.scan\ndef f(a, b):\n    return s.linear_scan(a, b)",
+     ["lrnn.scan.linear_scan"], True),
+    ("import lrnn\ndef f(a, b):\n    return getattr(lrnn.scan, 'linear_' + 'scan')(a, b)",
+     ["lrnn.scan.linear_scan"], True),
+    ("exec('x = 1')", ["lrnn.scan.linear_scan"], True),
+    ("import numpy as np\ndef f(A):\n    return np.max(np.abs(np.linalg.matrix_power(A, 8)))",
+     ["numpy.linalg.eigvals"], False),
+    ("%matplotlib inline\nimport numpy as np\nx = np.ones(3)", ["numpy.linalg.eig"], False),
+])
+def test_structure_reads_imports_aliases_and_attribute_chains(source, targets, bad):
+    from lrnn.course.grading.structure import Structure
+    assert (Structure([(0, source)]).violation(targets) is not None) is bad

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 
 _PUBLIC = {"grade": ".batch", "collect": ".batch", "main": ".cli", "GradeError": ".config",
-           "grade_submission": ".score", "display_key": ".score", "sibling_files": ".score",
+           "grade_submission": ".score", "display_key": ".score", "course_files": ".score",
            "load_solutions": ".solutions", "match_assignment": ".solutions", "plan": ".steps",
            "read_gradebook": ".gradebook", "write_gradebook": ".gradebook",
            "feedback_name": ".gradebook", "MAX_SUBMISSION_BYTES": ".config",

@@ -20,6 +20,8 @@ import os
 import selectors
 import time
 
+import numpy as np
+
 from . import wire
 from .context import GraderAbort
 from .sandbox import Sandbox
@@ -274,7 +276,7 @@ class Session:
                 c.n += n
         if status == "ok":
             try:
-                return wire.decode(reply.get("value"))
+                return guard_broadcasting(wire.decode(reply.get("value")))
             except wire.WireError as e:
                 raise TypeError(f"the result of {name} could not be read: {e}") from None
         if status == "raised":
@@ -304,6 +306,50 @@ class Session:
         self._check(reply)
         out = reply.get("names")
         return out if isinstance(out, dict) else {}
+
+
+#: Elements a comparison may create by broadcasting results of the notebook beyond the size
+#: of its largest operand (16 Mi: a (4096, 4096) float64 array is 128 MiB).
+MAX_BROADCAST = 1 << 24
+
+
+class Returned(np.ndarray):
+    """A NumPy array returned by the notebook. Arithmetic and comparisons with it check the
+    broadcast shape first: shapes (N, 1) and (1, N), sent in a few kilobytes, would otherwise
+    make the grader build an N x N array (a broadcast bomb). Results are plain arrays."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        arrays = [np.shape(x) for x in inputs if isinstance(x, np.ndarray)]
+        if method == "__call__" and len(arrays) > 1:
+            try:
+                shape = np.broadcast_shapes(*arrays)
+            except ValueError:
+                shape = None
+            if shape is not None:
+                size = int(np.prod(shape, dtype=np.int64))
+                largest = max(int(np.prod(s, dtype=np.int64)) for s in arrays)
+                if size > largest and size > MAX_BROADCAST:
+                    raise ValueError(f"arrays of shapes {' and '.join(map(str, arrays))} "
+                                     f"broadcast to {shape}: expected matching shapes")
+        plain = [x.view(np.ndarray) if isinstance(x, Returned) else x for x in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(x.view(np.ndarray) if isinstance(x, Returned) else x
+                                  for x in kwargs["out"])
+        return getattr(ufunc, method)(*plain, **kwargs)
+
+
+def guard_broadcasting(value):
+    """``value`` with every NumPy array in it (in tuples, lists, dicts) viewed as
+    :class:`Returned`."""
+    if type(value) is np.ndarray:
+        return value.view(Returned)
+    if isinstance(value, tuple):
+        return tuple(guard_broadcasting(v) for v in value)
+    if isinstance(value, list):
+        return [guard_broadcasting(v) for v in value]
+    if isinstance(value, dict):
+        return {k: guard_broadcasting(v) for k, v in value.items()}
+    return value
 
 
 class Proxy:

@@ -22,7 +22,7 @@ def run_official_test(kernel, sol, grade_id: str, limit: float, structure=None) 
     from .. import precision
     from ..check import check
     from .context import GraderAbort, grader_context, test_builtins
-    from .remote import Proxy, Session, Unavailable
+    from .remote import Proxy, Session, Unavailable, guard_broadcasting
     test = sol["tests"][grade_id]
     ns = dict(setup_namespace(sol))
     ns["check"] = check
@@ -40,7 +40,7 @@ def run_official_test(kernel, sol, grade_id: str, limit: float, structure=None) 
         elif kind == "value":
             from . import wire
             try:
-                ns[name] = wire.decode(info.get("value"))
+                ns[name] = guard_broadcasting(wire.decode(info.get("value")))
             except wire.WireError as e:
                 ns[name] = Unavailable(name, f"unreadable ({e})")
         elif kind == "unsendable":
