@@ -150,8 +150,8 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
         if not fullname.startswith("lrnn.") or not is_old_name(fullname):
             return None
         new = new_name(fullname)
-        if fullname in OLD_ATTRIBUTES:
-            is_package = False
+        if fullname in OLD_ATTRIBUTES or fullname in OLD_COMMANDS:
+            is_package = False   # `python -m` runs a command's get_code, not a package's __main__
         else:
             is_package = importlib.util.find_spec(new).submodule_search_locations is not None
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(fullname, new),

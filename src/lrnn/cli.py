@@ -11,7 +11,7 @@ import sys
 
 #: subcommand -> (module whose ``main(argv)`` runs it, one line of help).
 COMMANDS = {
-    "grade": ("lrnn.course.grade", "grade a folder of student notebooks into a gradebook"),
+    "grade": ("lrnn.course.grading.cli", "grade a folder of student notebooks into a gradebook"),
     "train": ("lrnn.training.train", "train a model on a task of the course"),
     "experiments": ("lrnn.training.experiments", "run a suite of training runs"),
     "bench": ("lrnn.training.bench", "benchmark the scans, the layers and the kernel's plans"),
