@@ -54,6 +54,7 @@ GRADING_REQUIREMENT = "lrnn[grading]"
 MANIFEST = "lrnn-autograder.json"
 ROOT_ENV = "LRNN_AUTOGRADER_ROOT"
 PYTHON_ENV = "LRNN_AUTOGRADER_PYTHON"
+SANDBOX_PATH_ENV = "LRNN_AUTOGRADER_SANDBOX_PATH"     # extra folders kernels may read (os.pathsep)
 VENV = "/opt/lrnn-venv"
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 MAX_NOTEBOOKS = 10
@@ -236,9 +237,11 @@ def submission_notebooks(folder: Path) -> list[Path]:
 
 
 def run(root=None, *, solutions=None, sandbox="auto", timeout=None, cell_timeout=None,
-        visibility="visible", scrub=True, log=print) -> dict:
+        visibility="visible", scrub=True, extra=None, log=print) -> dict:
     """Grade ``ROOT/submission`` and write ``ROOT/results/results.json``; return it.
-    ``scrub``: when the kernels run unconfined, delete the solution files once loaded."""
+    ``scrub``: when the kernels run unconfined, delete the solution files once loaded.
+    ``extra``: folders the kernels may read besides the Python environment (default:
+    ``$LRNN_AUTOGRADER_SANDBOX_PATH``), as ``lrnn grade --sandbox-path``."""
     start = time.monotonic()
     g, sb = _grader()
     root = Path(root or os.environ.get(ROOT_ENV) or "/autograder")
@@ -265,8 +268,11 @@ def run(root=None, *, solutions=None, sandbox="auto", timeout=None, cell_timeout
                     f"{MAX_NOTEBOOKS} were graded.")
             notebooks = notebooks[:MAX_NOTEBOOKS]
         try:
+            if extra is None:
+                extra = [p for p in os.environ.get(SANDBOX_PATH_ENV, "").split(os.pathsep) if p]
             box = sb.choose(sandbox, hidden=tuple(sorted({sol_dir.resolve(), out.parent.resolve(),
-                                                         (root / "submission").resolve()})))
+                                                         (root / "submission").resolve()})),
+                            extra=tuple(extra))
         except sb.SandboxError as e:
             raise PlatformError(str(e)) from None
         if box.kind == "none" and scrub:

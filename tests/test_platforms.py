@@ -1,0 +1,325 @@
+"""Grading on Gradescope, GitHub Classroom and from a gradebook (lrnn.course.gradescope,
+.classroom, .report): the same verdicts as ``lrnn grade``.
+
+One set of chapter-1 notebooks (the solution, the blank exercise, a partial answer and two
+attacks from tests/attacks/, cut down to their graded cells so that each grades in seconds)
+is graded three ways: by ``lrnn grade`` into a gradebook, by a Gradescope bundle built from
+this checkout and run in a simulated ``/autograder`` (its own virtual environment holding only
+the bundle's wheel, no network), and by the Classroom entry point. Scores must be identical;
+results.json is checked against a JSON Schema of Gradescope's specification."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import venv
+import zipfile
+from pathlib import Path
+
+import jsonschema
+import nbformat
+import pytest
+
+from lrnn import grade as g
+from lrnn.course import classroom, gradescope
+from lrnn.course import sandbox as sb
+
+pytestmark = [pytest.mark.notebook, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions"
+ATTACKS = Path(__file__).resolve().parent / "attacks"
+STEM = "01_linear_recurrence"
+CELL_TIMEOUT = 20
+TIMEOUT = 120
+FULL = {"1.1": 2, "1.2": 4, "1.3": 3, "1.4": 3, "1.5": 2}
+WRONG_RADIUS = "def spectral_radius(A):\n    return float(np.linalg.norm(A, 2))"
+
+# Gradescope's results.json (gradescope-autograders.readthedocs.io, "Autograder
+# Specifications"), strict: a field not in the specification is an error.
+VISIBILITY = {"enum": ["hidden", "after_due_date", "after_published", "visible"]}
+FORMAT = {"enum": ["text", "html", "simple_format", "md", "ansi"]}
+RESULTS_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["score", "tests"],
+    "properties": {
+        "score": {"type": "number"},
+        "execution_time": {"type": "number", "minimum": 0},
+        "output": {"type": "string"},
+        "output_format": FORMAT,
+        "test_output_format": FORMAT,
+        "test_name_format": FORMAT,
+        "visibility": VISIBILITY,
+        "stdout_visibility": VISIBILITY,
+        "extra_data": {"type": "object"},
+        "leaderboard": {"type": "array"},
+        "tests": {"type": "array", "items": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["name", "score", "max_score", "output", "visibility"],
+            "properties": {
+                "score": {"type": "number"},
+                "max_score": {"type": "number", "minimum": 0},
+                "status": {"enum": ["passed", "failed"]},
+                "name": {"type": "string", "minLength": 1},
+                "name_format": FORMAT,
+                "number": {"type": "string"},
+                "output": {"type": "string"},
+                "output_format": FORMAT,
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "visibility": VISIBILITY,
+                "extra_data": {"type": "object"}}}},
+    },
+}
+
+
+def slim(path):
+    nb = nbformat.read(path, as_version=4)
+    nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader") or
+                (c.cell_type == "code" and "from lrnn.check import check" in c.source)]
+    return nb
+
+
+def with_attack(nb, name):
+    text = (ATTACKS / f"{name}.py").read_text(encoding="utf-8")
+    cells = [p.strip("\n") for p in text.split("\n# %%\n")[1:]]
+    nb = nbformat.from_dict(nb)
+    first = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade"))
+    for k, src in enumerate(cells):
+        nb.cells.insert(first + k, nbformat.v4.new_code_cell(src))
+    return nb
+
+
+def notebooks():
+    solved = slim(SOLUTIONS / f"{STEM}.ipynb")
+    blank = slim(ROOT / "exercises" / f"{STEM}.ipynb")
+    partial = nbformat.from_dict(solved)
+    for cell in partial.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "ex1.5-solution":
+            cell.source = WRONG_RADIUS
+    return {"solved": solved, "blank": blank, "partial": partial,
+            "patch_numpy": with_attack(blank, "patch_numpy_and_check"),
+            "forge_replies": with_attack(blank, "forge_replies")}
+
+
+def sandbox_or_skip():
+    try:
+        sb.choose("bwrap")
+    except sb.SandboxError as e:
+        if os.environ.get("LRNN_REQUIRE_SANDBOX") == "1":
+            pytest.fail(f"the sandbox is required here (LRNN_REQUIRE_SANDBOX=1): {e}")
+        pytest.skip(f"no bubblewrap sandbox here: {e}")
+
+
+def wheel_venv(folder, wheel):
+    """A virtual environment that sees this one's packages but imports lrnn from ``wheel``."""
+    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(folder)
+    py = Path(folder) / "bin" / "python"
+    purelib = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(purelib)
+    # This environment's packages (jax, numpy, ...) come after the wheel's lrnn; PYTHONPATH
+    # is cleared below, so the checkout's src/ is not seen.
+    import sysconfig
+    ours = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}
+    (Path(purelib) / "zz_outer_environment.pth").write_text("\n".join(sorted(ours)) + "\n")
+    return py, sorted(ours)
+
+
+@pytest.fixture(scope="module")
+def three_ways(tmp_path_factory):
+    sandbox_or_skip()
+    base = tmp_path_factory.mktemp("platforms")
+    nbs = notebooks()
+    subs = base / "submissions"
+    subs.mkdir()
+    for name, nb in nbs.items():
+        nbformat.write(nb, subs / f"{name}_{STEM}.ipynb")
+    times = {}
+
+    start = time.monotonic()
+    rows = g.grade([subs], base / "gradebook.csv", solutions=SOLUTIONS, workers=1,
+                   timeout=TIMEOUT, cell_timeout=CELL_TIMEOUT, sandbox="bwrap", log=print)
+    times["lrnn grade"] = time.monotonic() - start
+    local = {Path(r["submission"]).name.split(f"_{STEM}")[0]: r for r in rows}
+
+    start = time.monotonic()
+    bundle = gradescope.build_bundle(base / "autograder.zip", chapters=["01"],
+                                     timeout=TIMEOUT, cell_timeout=CELL_TIMEOUT,
+                                     sandbox="bwrap", log=print)
+    times["bundle build"] = time.monotonic() - start
+    names = zipfile.ZipFile(bundle).namelist()
+    wheel = base / next(n for n in names if n.endswith(".whl"))
+    wheel.write_bytes(zipfile.ZipFile(bundle).read(wheel.name))
+    start = time.monotonic()
+    py, outer = wheel_venv(base / "venv", wheel)
+    times["venv"] = time.monotonic() - start
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    where = subprocess.run([py, "-c", "import lrnn; print(lrnn.__file__)"], env=env,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    gs = {}
+    start = time.monotonic()
+    for name in nbs:
+        root = gradescope.unpack(bundle, base / f"autograder-{name}")
+        shutil.copy(subs / f"{name}_{STEM}.ipynb", root / "submission" / f"{STEM}.ipynb")
+        r = subprocess.run([str(root / "run_autograder")], cwd=root, capture_output=True,
+                           text=True, timeout=TIMEOUT + 120,
+                           env=dict(env, LRNN_AUTOGRADER_ROOT=str(root),
+                                    LRNN_AUTOGRADER_PYTHON=str(py), JAX_PLATFORMS="cpu",
+                                    LRNN_AUTOGRADER_SANDBOX_PATH=os.pathsep.join(outer)))
+        assert r.returncode == 0, r.stderr[-3000:]
+        gs[name] = {"results": json.loads((root / "results" / "results.json").read_text()),
+                    "root": root, "stdout": r.stdout}
+    times["gradescope"] = time.monotonic() - start
+
+    start = time.monotonic()
+    repo = base / "student-repo"
+    repo.mkdir()
+    for name in nbs:
+        (repo / name).mkdir()
+        shutil.copy(subs / f"{name}_{STEM}.ipynb", repo / name / f"{STEM}.ipynb")
+    out = base / "classroom-results.json"
+    r = subprocess.run([sys.executable, "-m", "lrnn.course.classroom", "grade", str(repo),
+                        "--solutions", str(SOLUTIONS), "--out", str(out), "--sandbox", "bwrap",
+                        "--timeout", str(TIMEOUT), "--cell-timeout", str(CELL_TIMEOUT)],
+                       capture_output=True, text=True, timeout=20 * TIMEOUT,
+                       env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    cr = json.loads(out.read_text())
+    times["classroom"] = time.monotonic() - start
+    print("seconds:", {k: round(v, 1) for k, v in times.items()})
+    return {"local": local, "gradescope": gs, "classroom": cr, "base": base,
+            "bundle": bundle, "wheel_lrnn": where, "times": times, "out": out,
+            "gradebook": base / "gradebook.csv", "feedback": base / "feedback"}
+
+
+def test_bundle_layout_and_wheel(three_ways):
+    names = set(zipfile.ZipFile(three_ways["bundle"]).namelist())
+    assert {"setup.sh", "run_autograder", "constraints.txt", gradescope.MANIFEST,
+            f"solutions/{STEM}.ipynb"} <= names
+    assert not any(n.startswith("solutions/") and STEM not in n for n in names)
+    info = zipfile.ZipFile(three_ways["bundle"]).getinfo("run_autograder")
+    assert (info.external_attr >> 16) & 0o111
+    setup = zipfile.ZipFile(three_ways["bundle"]).read("setup.sh").decode()
+    assert gradescope.GRADING_REQUIREMENT.split("[")[1] in setup and "bubblewrap" in setup
+    subprocess.run(["bash", "-n", "-c", setup], check=True)
+    # the simulated /autograder imported lrnn from the bundle's wheel, not from this checkout
+    assert "/venv/" in three_ways["wheel_lrnn"] and str(ROOT) not in three_ways["wheel_lrnn"]
+
+
+def test_results_json_follows_the_specification(three_ways):
+    for name, run in three_ways["gradescope"].items():
+        data = run["results"]
+        jsonschema.validate(data, RESULTS_SCHEMA)
+        assert data["score"] == sum(t["score"] for t in data["tests"]), name
+        manual = [t for t in data["tests"] if "manual" in t.get("tags", [])]
+        assert len(manual) == 1 and manual[0]["max_score"] == 0 and "1.6" in manual[0]["number"]
+    solved = three_ways["gradescope"]["solved"]["results"]
+    blank = three_ways["gradescope"]["blank"]["results"]
+    assert solved["score"] == sum(FULL.values()) == 14 and blank["score"] == 0
+    assert {t["number"]: t["score"] for t in solved["tests"] if t["max_score"]} == FULL
+
+
+def per_exercise_local(row):
+    return {ex: float(row[f"ex{ex}"]) for ex in FULL}
+
+
+def test_same_scores_everywhere(three_ways):
+    local = three_ways["local"]
+    cr = {Path(nb["notebook"]).parts[0]: nb for nb in three_ways["classroom"]["notebooks"]}
+    assert set(local) == set(three_ways["gradescope"]) == set(cr)
+    for name, row in local.items():
+        want = per_exercise_local(row)
+        gs = {t["number"]: t["score"] for t in three_ways["gradescope"][name]["results"]["tests"]
+              if t["max_score"]}
+        cl = {ex: classroom.exercise_points(
+            {"notebooks": [cr[name]]}, ex) for ex in FULL}
+        assert gs == want == cl, name
+        assert three_ways["gradescope"][name]["results"]["score"] == float(row["total"]) == \
+            cr[name]["total"], name
+    assert float(local["solved"]["total"]) == 14 and float(local["blank"]["total"]) == 0
+    assert per_exercise_local(local["partial"]) == dict(FULL, **{"1.5": 0})
+    assert float(local["patch_numpy"]["total"]) == float(local["forge_replies"]["total"]) == 0
+    print("seconds:", {k: round(v, 1) for k, v in three_ways["times"].items()})
+
+
+def test_same_feedback_text_and_no_hidden_tests(three_ways):
+    """Each test's output is the student's feedback section from ``lrnn grade``; no line of
+    a hidden test reaches results.json (the solutions folder is hidden from the kernels)."""
+    sols = g.load_solutions(SOLUTIONS)
+    hidden = gradescope.hidden_lines({STEM: sols[STEM]})
+    assert len(hidden) > 10
+    for name, run in three_ways["gradescope"].items():
+        key = g.display_key(three_ways["base"] / "submissions" / f"{name}_{STEM}.ipynb")
+        local = (three_ways["feedback"] / g.feedback_name(key)).read_text(encoding="utf-8")
+        _, sections = gradescope.feedback_sections(local)
+        text = json.dumps(run["results"], ensure_ascii=False)
+        for t in run["results"]["tests"]:
+            if t["number"] in sections:
+                assert t["output"] == sections[t["number"]], (name, t["number"])
+        for line in hidden:
+            assert line not in text and line not in run["stdout"], (name, line)
+
+
+def test_points_command_exits_by_verdict(three_ways):
+    out = three_ways["out"]
+    for ex, code in (("1.1", 0), ("1.5", 0), ("9.9", 1)):
+        r = subprocess.run([sys.executable, "-m", "lrnn.course.classroom", "points", ex,
+                            "--results", str(out)], capture_output=True, text=True)
+        assert r.returncode == code, (ex, r.stdout, r.stderr)
+
+
+def test_classroom_workflow(tmp_path):
+    yaml = pytest.importorskip("yaml")
+    target = classroom.write_workflow(tmp_path / ".github", chapters=["01"],
+                                      solutions=SOLUTIONS, tests_repo="prof/lrnn-tests")
+    doc = yaml.safe_load(target.read_text())
+    steps = doc["jobs"]["grade"]["steps"]
+    graders = [s for s in steps if s.get("uses", "").startswith(
+        "classroom-resources/autograding-command-grader")]
+    assert {s["with"]["test-name"]: s["with"]["max-score"] for s in graders} == \
+        {f"Exercise {k}": v for k, v in FULL.items()}
+    reporter = steps[-1]
+    assert reporter["uses"].startswith("classroom-resources/autograding-grading-reporter")
+    assert reporter["with"]["runners"].split(",") == [s["id"] for s in graders]
+    for s in graders:
+        assert reporter["env"][f"{s['id'].upper().replace('-', '_')}_RESULTS"] == \
+            f"${{{{steps.{s['id']}.outputs.result}}}}"
+    checkout = [s for s in steps if s.get("with", {}).get("repository")]
+    assert checkout[0]["with"]["repository"] == "prof/lrnn-tests"
+    assert "secrets.LRNN_TESTS_TOKEN" in checkout[0]["with"]["token"]
+    with pytest.raises(gradescope.PlatformError, match="--force"):
+        classroom.write_workflow(tmp_path / ".github", chapters=["01"], solutions=SOLUTIONS)
+    other = tmp_path / "other" / "workflows" / "classroom.yml"
+    other.parent.mkdir(parents=True)
+    other.write_text("name: mine\n")
+    with pytest.raises(gradescope.PlatformError, match="not written by"):
+        classroom.write_workflow(tmp_path / "other", force=True, solutions=SOLUTIONS)
+    assert other.read_text() == "name: mine\n"
+
+
+def test_bundle_refuses_bad_arguments_and_foreign_files(tmp_path):
+    foreign = tmp_path / "autograder.zip"
+    foreign.write_bytes(b"not mine")
+    with pytest.raises(gradescope.PlatformError, match="not an lrnn autograder"):
+        gradescope.build_bundle(foreign, chapters=["01"], force=True, log=lambda m: None)
+    assert foreign.read_bytes() == b"not mine"
+    with pytest.raises(gradescope.PlatformError, match="--chapter"):
+        gradescope.build_bundle(tmp_path / "a.zip", chapters=["42"], log=lambda m: None)
+    with pytest.raises(gradescope.PlatformError, match=r"\.zip"):
+        gradescope.build_bundle(tmp_path / "a.tar", chapters=["01"], log=lambda m: None)
+    with pytest.raises(gradescope.PlatformError, match="timeout"):
+        gradescope.build_bundle(tmp_path / "a.zip", timeout=-1, log=lambda m: None)
+    assert not (tmp_path / "a.zip").exists()
+
+
+def test_empty_submission_still_writes_results(tmp_path):
+    bundle = gradescope.build_bundle(tmp_path / "b.zip", chapters=["01"], log=lambda m: None)
+    root = gradescope.unpack(bundle, tmp_path / "ag")
+    data = gradescope.run(root, sandbox="none", log=lambda m: None)
+    jsonschema.validate(data, RESULTS_SCHEMA)
+    assert data["score"] == 0 and "no `.ipynb`" in data["output"]
+    assert json.loads((root / "results" / "results.json").read_text()) == data
