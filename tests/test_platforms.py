@@ -258,7 +258,9 @@ def test_same_feedback_text_and_no_hidden_tests(three_ways):
         _, sections = gradescope.feedback_sections(local)
         text = json.dumps(run["results"], ensure_ascii=False)
         for t in run["results"]["tests"]:
-            if t["number"] in sections:
+            # forge_replies writes garbage into the kernel's pipe: where the kernel is lost
+            # (and so the text) varies from run to run; the score does not
+            if t["number"] in sections and name != "forge_replies":
                 assert t["output"] == sections[t["number"]], (name, t["number"])
         for line in hidden:
             assert line not in text and line not in run["stdout"], (name, line)
@@ -323,3 +325,37 @@ def test_empty_submission_still_writes_results(tmp_path):
     jsonschema.validate(data, RESULTS_SCHEMA)
     assert data["score"] == 0 and "no `.ipynb`" in data["output"]
     assert json.loads((root / "results" / "results.json").read_text()) == data
+
+
+def test_report_and_exports_from_the_real_gradebook(three_ways, tmp_path):
+    import csv
+    import matplotlib.image
+    from lrnn.course import report
+    out = report.report(three_ways["gradebook"], out=tmp_path / "report", log=print)
+    png = matplotlib.image.imread(out / "scores.png")
+    assert png.shape[0] > 200 and png.shape[1] > 400
+    assert (png[..., :3].std(axis=(0, 1)) > 0.05).any()          # not blank
+    page = (out / "index.html").read_text()
+    assert "scores.png" in page and "Most frequent mistakes" in page
+    # the partial answer's mistake is the hint of its check; the blank's: not implemented
+    assert "the largest singular value" in page and "not implemented yet" in page
+    assert "no <code>seconds</code> column" in page
+    for line in gradescope.hidden_lines(g.load_solutions(SOLUTIONS)):
+        assert line not in page
+    canvas = list(csv.reader((out / "canvas.csv").open()))
+    assert canvas[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+    assert canvas[0][5:] == [STEM] and canvas[1][0].strip() == "Points Possible"
+    assert canvas[1][5] == "14"
+    got = {r[3]: r[5] for r in canvas[2:]}
+    assert got == {"solved": "14", "blank": "0", "partial": "12", "patch_numpy": "0",
+                   "forge_replies": "0"}
+    moodle = list(csv.reader((out / "moodle.csv").open()))
+    assert moodle[0] == ["Username", STEM] and dict(moodle[1:]) == got
+    with pytest.raises(gradescope.PlatformError, match="--force"):
+        report.report(three_ways["gradebook"], out=tmp_path / "report", log=print)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    with pytest.raises(gradescope.PlatformError, match="did not write"):
+        report.report(three_ways["gradebook"], out=mine, force=True, log=print)
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
