@@ -359,3 +359,85 @@ def test_report_and_exports_from_the_real_gradebook(three_ways, tmp_path):
     with pytest.raises(gradescope.PlatformError, match="did not write"):
         report.report(three_ways["gradebook"], out=mine, force=True, log=print)
     assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+
+
+# nbgrader's cell metadata, schema version 3 (nbgrader docs, "nbgrader metadata"), written
+# out here so that CI checks it without nbgrader installed.
+NBGRADER_V3 = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["schema_version", "grade", "solution", "locked"],
+    "properties": {
+        "schema_version": {"const": 3},
+        "grade": {"type": "boolean"},
+        "solution": {"type": "boolean"},
+        "locked": {"type": "boolean"},
+        "task": {"type": "boolean"},
+        "grade_id": {"type": "string", "pattern": r"^[a-zA-Z0-9_\-]*$"},
+        "points": {"type": "number", "minimum": 0},
+        "cell_type": {"enum": ["code", "markdown"]},
+    },
+    "allOf": [
+        {"if": {"properties": {"grade": {"const": True}}},
+         "then": {"required": ["grade_id", "points"]}},
+        {"if": {"properties": {"solution": {"const": True}}}, "then": {"required": ["grade_id"]}},
+    ],
+}
+
+
+def test_solutions_metadata_against_nbgrader_schema():
+    """The only difference from nbgrader's schema: the dot in grade_id; the export fixes it."""
+    from lrnn.course import nbgrader_export
+    for path in sorted(SOLUTIONS.glob("0*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for cell, converted in zip(nb.cells, nbgrader_export.convert(nb).cells):
+            meta = cell.metadata.get("nbgrader")
+            if meta is None:
+                continue
+            jsonschema.validate(converted.metadata["nbgrader"], NBGRADER_V3)
+            errors = list(jsonschema.Draft202012Validator(NBGRADER_V3).iter_errors(meta))
+            assert all(e.validator == "pattern" and list(e.path) == ["grade_id"]
+                       for e in errors), (path.name, meta, errors)
+
+
+def nbgrader_command():
+    local = ROOT / ".venv-nbgrader" / "bin" / "nbgrader"
+    found = os.environ.get("LRNN_NBGRADER") or (str(local) if local.exists() else None) or \
+        shutil.which("nbgrader")
+    if not found:
+        pytest.skip("nbgrader is not installed (LRNN_NBGRADER, .venv-nbgrader/ or PATH)")
+    return found
+
+
+def test_nbgrader_generate_assignment_accepts_a_chapter(tmp_path):
+    from lrnn.course import nbgrader_export
+    exe = nbgrader_command()
+    course = tmp_path / "course"
+    nbgrader_export.export(course / "source", chapters=["01"], log=print)
+    (course / "nbgrader_config.py").write_text(
+        f"c = get_config()\nc.CourseDirectory.root = {str(course)!r}\n")
+    env = dict(os.environ, PATH=f"{Path(exe).parent}{os.pathsep}{os.environ['PATH']}")
+    r = subprocess.run([exe, "generate_assignment", STEM, "--force"], cwd=course, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    released = course / "release" / STEM / f"{STEM}.ipynb"
+    text = released.read_text()
+    assert "BEGIN HIDDEN TESTS" not in text and "BEGIN SOLUTION" not in text
+    for line in gradescope.hidden_lines(g.load_solutions(SOLUTIONS)):
+        assert line not in text
+
+
+def test_lrnn_grade_grades_nbgrader_exported_notebooks(tmp_path):
+    """The export's ids (ex1_1) are not the grader's: it finds the tests by check() calls."""
+    sandbox_or_skip()
+    from lrnn.course import nbgrader_export
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    nbformat.write(nbgrader_export.convert(slim(SOLUTIONS / f"{STEM}.ipynb")),
+                   sub / f"{STEM}.ipynb")
+    nbformat.write(nbgrader_export.convert(slim(ROOT / "exercises" / f"{STEM}.ipynb")),
+                   sub / f"blank_{STEM}.ipynb")
+    rows = g.grade([sub], tmp_path / "gb.csv", solutions=SOLUTIONS, workers=1, timeout=TIMEOUT,
+                   cell_timeout=CELL_TIMEOUT, sandbox="bwrap", log=print)
+    totals = {Path(r["submission"]).name: float(r["total"]) for r in rows}
+    assert totals == {f"{STEM}.ipynb": 14, f"blank_{STEM}.ipynb": 0}

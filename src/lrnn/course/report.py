@@ -105,6 +105,7 @@ def figure(rows, path: Path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
     by = defaultdict(list)
     for r in rows:
         by[r.get("assignment") or "(unknown)"].append(r)
@@ -120,6 +121,8 @@ def figure(rows, path: Path):
         a1.bar(labels, zero, bottom=full, color="tab:red", label="0 points")
         a1.bar(labels, manual, bottom=[f + z for f, z in zip(full, zero)], color="tab:gray",
                label="graded by hand")
+        a1.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        a2.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         a1.set_xlabel("exercise")
         a1.set_ylabel("submissions")
         a1.set_title(f"{assignment}: points per exercise")
