@@ -288,7 +288,7 @@ def test_classroom_workflow(tmp_path):
     assert reporter["uses"].startswith("classroom-resources/autograding-grading-reporter")
     assert reporter["with"]["runners"].split(",") == [s["id"] for s in graders]
     for s in graders:
-        assert reporter["env"][f"{s['id'].upper().replace('-', '_')}_RESULTS"] == \
+        assert reporter["env"][f"{s['id'].upper()}_RESULTS"] == \
             f"${{{{steps.{s['id']}.outputs.result}}}}"
     checkout = [s for s in steps if s.get("with", {}).get("repository")]
     assert checkout[0]["with"]["repository"] == "prof/lrnn-tests"
@@ -441,3 +441,21 @@ def test_lrnn_grade_grades_nbgrader_exported_notebooks(tmp_path):
                    cell_timeout=CELL_TIMEOUT, sandbox="bwrap", log=print)
     totals = {Path(r["submission"]).name: float(r["total"]) for r in rows}
     assert totals == {f"{STEM}.ipynb": 14, f"blank_{STEM}.ipynb": 0}
+
+
+def test_unconfined_run_deletes_the_solutions_before_student_code(tmp_path):
+    """--sandbox none in the container: the tests are loaded, their files deleted, then the
+    notebook runs; a notebook that looks for them finds nothing, and still scores by verdict."""
+    bundle = gradescope.build_bundle(tmp_path / "b.zip", chapters=["01"], log=lambda m: None)
+    root = gradescope.unpack(bundle, tmp_path / "ag")
+    nb = slim(SOLUTIONS / f"{STEM}.ipynb")
+    probe = nbformat.v4.new_code_cell(
+        f"import os\nassert not os.path.exists({str(root / 'source' / 'solutions')!r})")
+    nb.cells.insert(1, probe)
+    nbformat.write(nb, root / "submission" / f"{STEM}.ipynb")
+    data = gradescope.run(root, sandbox="none", timeout=TIMEOUT, cell_timeout=CELL_TIMEOUT,
+                          log=lambda m: None)
+    jsonschema.validate(data, RESULTS_SCHEMA)
+    assert data["score"] == 14 and data["extra_data"]["sandbox"] == "none"
+    assert "raised" not in data["output"]                # the probe cell's assert held
+    assert not (root / "source" / "solutions").exists()
