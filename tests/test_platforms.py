@@ -459,3 +459,16 @@ def test_unconfined_run_deletes_the_solutions_before_student_code(tmp_path):
     assert data["score"] == 14 and data["extra_data"]["sandbox"] == "none"
     assert "raised" not in data["output"]                # the probe cell's assert held
     assert not (root / "source" / "solutions").exists()
+
+
+def test_commands_exit_2_with_a_clear_error(tmp_path, capsys):
+    from lrnn.course import nbgrader_export, report
+    assert gradescope.main(["--chapter", "42", "--out", str(tmp_path / "a.zip")]) == 2
+    assert "--chapter" in capsys.readouterr().err
+    assert report.main([str(tmp_path / "missing.csv")]) == 2
+    assert "is not a file" in capsys.readouterr().err
+    (tmp_path / ".github").write_text("a file")
+    assert classroom.main(["--out", str(tmp_path / ".github")]) == 2
+    assert "is a file" in capsys.readouterr().err
+    assert nbgrader_export.main(["--chapter", "x", "--out", str(tmp_path / "src")]) == 2
+    assert not (tmp_path / "a.zip").exists() and not (tmp_path / "src").exists()

@@ -138,7 +138,6 @@ def feedback_sections(feedback: str) -> tuple[str, dict[str, str]]:
 
 def hidden_lines(solutions: dict) -> list[str]:
     """The lines of the hidden tests (at least 12 characters long) of the loaded solutions."""
-    g, _ = _grader()
     lines = set()
     for sol in solutions.values():
         for row in sol["table"]:
