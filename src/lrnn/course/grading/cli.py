@@ -8,12 +8,24 @@ import sys
 from .config import DEFAULT_CELL_TIMEOUT, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, GradeError
 from .batch import grade
 
+#: ``lrnn grade WORD ...``: the platforms' commands (a submission folder of that name: ``./WORD``).
+PLATFORMS = {"gradescope": "gradescope", "classroom": "classroom", "report": "report",
+             "nbgrader": "nbgrader_export"}
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in PLATFORMS:
+        import importlib
+        module = importlib.import_module(f"{__package__}.{PLATFORMS[argv[0]]}")
+        return module.main(argv[1:])
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")   # share a GPU with kernels
     parser = argparse.ArgumentParser(prog="lrnn grade",
                                      description="Autograde exercise notebooks, each in a "
-                                                 "sandbox of its own.")
+                                                 "sandbox of its own.",
+                                     epilog="Also: lrnn grade gradescope|classroom|report|"
+                                            "nbgrader --help (grading on those platforms, the "
+                                            "instructor's report).")
     parser.add_argument("paths", nargs="+", help="submission notebooks or folders of them")
     parser.add_argument("--out", required=True, help="gradebook CSV (created or updated)")
     parser.add_argument("--force", action="store_true", help="regrade graded submissions")
