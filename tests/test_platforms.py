@@ -330,7 +330,7 @@ def test_empty_submission_still_writes_results(tmp_path):
 def test_report_and_exports_from_the_real_gradebook(three_ways, tmp_path):
     import csv
     import matplotlib.image
-    from lrnn.course import report
+    from lrnn.course.grading import report
     out = report.report(three_ways["gradebook"], out=tmp_path / "report", log=print)
     png = matplotlib.image.imread(out / "scores.png")
     assert png.shape[0] > 200 and png.shape[1] > 400
@@ -387,7 +387,7 @@ NBGRADER_V3 = {
 
 def test_solutions_metadata_against_nbgrader_schema():
     """The only difference from nbgrader's schema: the dot in grade_id; the export fixes it."""
-    from lrnn.course import nbgrader_export
+    from lrnn.course.grading import nbgrader_export
     for path in sorted(SOLUTIONS.glob("0*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         for cell, converted in zip(nb.cells, nbgrader_export.convert(nb).cells):
@@ -410,7 +410,7 @@ def nbgrader_command():
 
 
 def test_nbgrader_generate_assignment_accepts_a_chapter(tmp_path):
-    from lrnn.course import nbgrader_export
+    from lrnn.course.grading import nbgrader_export
     exe = nbgrader_command()
     course = tmp_path / "course"
     nbgrader_export.export(course / "source", chapters=["01"], log=print)
@@ -430,7 +430,7 @@ def test_nbgrader_generate_assignment_accepts_a_chapter(tmp_path):
 def test_lrnn_grade_grades_nbgrader_exported_notebooks(tmp_path):
     """The export's ids (ex1_1) are not the grader's: it finds the tests by check() calls."""
     sandbox_or_skip()
-    from lrnn.course import nbgrader_export
+    from lrnn.course.grading import nbgrader_export
     sub = tmp_path / "sub"
     sub.mkdir()
     nbformat.write(nbgrader_export.convert(slim(SOLUTIONS / f"{STEM}.ipynb")),
@@ -462,7 +462,7 @@ def test_unconfined_run_deletes_the_solutions_before_student_code(tmp_path):
 
 
 def test_commands_exit_2_with_a_clear_error(tmp_path, capsys):
-    from lrnn.course import nbgrader_export, report
+    from lrnn.course.grading import nbgrader_export, report
     assert gradescope.main(["--chapter", "42", "--out", str(tmp_path / "a.zip")]) == 2
     assert "--chapter" in capsys.readouterr().err
     assert report.main([str(tmp_path / "missing.csv")]) == 2

@@ -307,7 +307,7 @@ def run(root=None, *, solutions=None, sandbox="auto", timeout=None, cell_timeout
 # ---------------------------------------------------------------------------------------
 
 def repository_root() -> Path:
-    return Path(__file__).resolve().parents[3]              # src/lrnn/course/<this>.py
+    return Path(__file__).resolve().parents[4]              # src/lrnn/course/grading/<this>.py
 
 
 def _pyproject(root: Path) -> dict:
