@@ -4,7 +4,7 @@
 
 Refresh after Colab changes its image: save the new `pip-freeze.gpu.txt` of the repository
 googlecolab/backend-info as `.ci/colab/pip-freeze.gpu.<YYYY-MM-DD>.txt` and run the command above
-with that file and the commit it came from. The pins are the packages named in ROOTS (the Jupyter
+with that file and the commit it came from (it writes the copy in src/lrnn/course/ too). The pins are the packages named in ROOTS (the Jupyter
 kernel stack, widgets, JAX and the scientific packages the chapters import) and everything they
 depend on, all at Colab's versions: pip resolves ROOTS with the whole freeze as constraints,
 for Python 3.13 (Colab's) where available. Torch, TensorFlow, the CUDA libraries and the other
@@ -26,6 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / ".ci" / "colab-pins.txt"
+#: the copy shipped inside the package, for `python -m lrnn doctor` in Colab (lrnn.course.colab)
+PACKAGE_COPY = ROOT / "src" / "lrnn" / "course" / "colab-pins.txt"
 SOURCE = "https://github.com/googlecolab/backend-info (pip-freeze.gpu.txt)"
 ROOTS = ("ipykernel", "ipython", "jupyter_client", "jupyter_core", "traitlets", "pyzmq",
          "tornado", "ipywidgets", "widgetsnbextension", "jupyterlab_widgets", "notebook",
@@ -100,9 +102,10 @@ def main(argv=None) -> int:
                  f"{', '.join(absent)}\n")
     body = "".join(f"{n}=={v}{'  # not in the freeze' if n in absent else ''}\n"
                    for n, v in sorted(pins.items()))
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text(head + body, encoding="utf-8")
-    tmp.replace(args.out)
+    for out in (args.out, PACKAGE_COPY) if args.out == OUT else (args.out,):
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text(head + body, encoding="utf-8")
+        tmp.replace(out)
     print(f"{args.out}: {len(pins)} pins from {args.freeze.name} (commit {args.commit})")
     return 0
 
