@@ -43,6 +43,8 @@ vpy="$venv/bin/python"
 step "1/4 venv with Colab's pins"
 
 export JAX_PLATFORMS=cpu
+# ipykernel 6.17 on Python 3.13 prints a debugger note on every kernel start: not the course's.
+export PYDEVD_DISABLE_FILE_VALIDATION=1
 # pip's own version line is left out: Colab's pip may upgrade itself, the course must not care.
 "$vpy" -m pip freeze --all | sort >"$tmp/freeze-before.txt"
 export LRNN_INSTALL_SOURCE="lrnn @ file://$repo"

@@ -108,13 +108,14 @@ def install_missing(extras=("notebooks",), *, run=subprocess.run, quiet: bool = 
     changed = {n: (before[n], after[n]) for n in before if n in after and after[n] != before[n]}
     if changed:   # cannot happen with the constraints; said loudly if pip ever does it
         raise RuntimeError(f"pip changed preinstalled packages: {changed}")
+    added.setdefault("lrnn", after.get("lrnn", "?"))   # the setup cell installed it just before
     if not quiet:
-        print(install_line(added, old, len(before)))
+        print(install_line(added, old, len([n for n in before if n != "lrnn"])))
     return {"installed": added, "too_old": old}
 
 
 def install_line(added: dict, old, n_before: int) -> str:
-    lrnn = f"lrnn {added['lrnn']}" if "lrnn" in added else "lrnn"
+    lrnn = f"lrnn {added.get('lrnn', '')}".strip()
     others = ", ".join(f"{n} {v}" for n, v in sorted(added.items()) if n != "lrnn")
     line = f"Installed {lrnn}{' with ' + others if others else ''}; " \
            f"the {n_before} packages already here kept their versions."
