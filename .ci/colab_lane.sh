@@ -6,7 +6,8 @@
 #   2. chapter 1's own setup cell, run in a kernel with LRNN_INSTALL_SOURCE pointed at this
 #      checkout; `pip freeze` of every preinstalled package must be unchanged afterwards;
 #   3. every chapter (book/*.ipynb) and solution (solutions/*.ipynb) executed in that kernel;
-#   4. the solutions graded there (`python -m lrnn grade`, bubblewrap sandbox): full marks.
+#   4. the solutions graded there (`python -m lrnn grade`, bubblewrap sandbox): full marks;
+#   5. tests/test_widgets.py on Colab's ipywidgets (7.7.1; CI's main lane tests 8).
 # Usage: .ci/colab_lane.sh            (COLAB_VENV=dir reuses a venv built before, for local work)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +41,7 @@ vpy="$venv/bin/python"
 "$vpy" -c 'import jax, IPython, ipywidgets, sys; print(f"colab lane: Python {sys.version.split()[0]}, jax {jax.__version__}, IPython {IPython.__version__}, ipywidgets {ipywidgets.__version__}")' \
   || fail "the pinned venv does not import"
 "$vpy" -m pip show lrnn >/dev/null 2>&1 && fail "lrnn is already installed in $venv: the setup cell must install it"
-step "1/4 venv with Colab's pins"
+step "1/5 venv with Colab's pins"
 
 export JAX_PLATFORMS=cpu
 # ipykernel 6.17 on Python 3.13 prints a debugger note on every kernel start: not the course's.
@@ -73,7 +74,7 @@ if [ -n "$changed" ]; then
   fail "the setup cell changed Colab's packages"
 fi
 echo "colab lane: $(wc -l <"$tmp/freeze-before.txt") preinstalled packages unchanged"
-step "2/4 setup cell as a student runs it"
+step "2/5 setup cell as a student runs it"
 
 "$vpy" - "$tmp" book/*.ipynb solutions/*.ipynb <<'EOF' || fail "a notebook failed in Colab's package set"
 import sys, time, nbformat
@@ -95,7 +96,7 @@ for b in bad:
     print(b, file=sys.stderr)
 sys.exit(1 if bad else 0)
 EOF
-step "3/4 every chapter and solution executed"
+step "3/5 every chapter and solution executed"
 
 "$vpy" -m lrnn grade solutions/ --out "$tmp/gradebook.csv" --sandbox bwrap \
   --feedback-dir "$tmp/feedback" >"$tmp/grade.log" 2>&1 || { tail -30 "$tmp/grade.log"; fail "grading failed"; }
@@ -108,5 +109,9 @@ for r in rows:
     print(f"  {r.get('notebook') or r.get('file') or r.get('student', '?')}: {r['total']}/{r['max_total']}")
 sys.exit(1 if short else 0)
 EOF
-step "4/4 solutions graded"
+step "4/5 solutions graded"
+
+"$vpy" -m pytest -q -p no:cacheprovider -o addopts="" tests/test_widgets.py 2>&1 | tail -3
+[ "${PIPESTATUS[0]}" -eq 0 ] || fail "tests/test_widgets.py failed on Colab's ipywidgets"
+step "5/5 widget tests on Colab's ipywidgets"
 echo "COLAB LANE: PASS ($(( SECONDS - lane_start )) s; Python $("$vpy" -c 'import sys; print(sys.version.split()[0])'), pins of $(sed -n 's/^# source: .*date //p' .ci/colab-pins.txt))"

@@ -33,7 +33,8 @@ ROOTS = ("ipykernel", "ipython", "jupyter_client", "jupyter_core", "traitlets", 
          "tornado", "ipywidgets", "widgetsnbextension", "jupyterlab_widgets", "notebook",
          "nbclient", "nbformat", "matplotlib-inline", "jax", "jaxlib", "ml_dtypes", "numpy",
          "scipy", "matplotlib", "pillow", "optax", "tqdm", "mlxtend", "scikit-learn", "pandas",
-         "pip", "setuptools", "wheel", "packaging")
+         "pip", "setuptools", "wheel", "packaging",
+         "pytest")   # Colab's too; the lane runs tests/test_widgets.py with it on ipywidgets 7.7
 PYTHON_313 = "/root/.pyenv/versions/3.13.0/bin/python3.13"
 
 
