@@ -77,7 +77,7 @@ echo "colab lane: $(wc -l <"$tmp/freeze-before.txt") preinstalled packages uncha
 step "2/5 setup cell as a student runs it"
 
 "$vpy" - "$tmp" book/*.ipynb solutions/*.ipynb <<'EOF' || fail "a notebook failed in Colab's package set"
-import sys, time, nbformat
+import re, sys, time, nbformat
 from pathlib import Path
 from nbclient import NotebookClient
 tmp, paths, bad = Path(sys.argv[1]), sys.argv[2:], []
@@ -91,7 +91,11 @@ for p in map(Path, paths):
     except Exception as e:
         status, _ = "FAIL", bad.append(f"{p}: {type(e).__name__}: {str(e)[-600:]}")
     nbformat.write(nb, tmp / f"{p.parent.name}-{p.name}")
-    print(f"  {status} {p} {time.perf_counter() - t:.1f} s", flush=True)
+    warned = sorted({m.group(0)[:90] for c in nb.cells for o in c.get("outputs", [])
+                     if o.get("name") == "stderr"
+                     for m in re.finditer(r"\w*Warning\b.*", o.get("text", ""))})
+    note = f" (warnings shown to a student: {'; '.join(warned)[:200]})" if warned else ""
+    print(f"  {status} {p} {time.perf_counter() - t:.1f} s{note}", flush=True)
 for b in bad:
     print(b, file=sys.stderr)
 sys.exit(1 if bad else 0)

@@ -168,3 +168,11 @@ def test_bootstrap_installs_lrnn_alone_from_the_source_then_only_what_is_missing
     monkeypatch.setenv("LRNN_INSTALL_SOURCE", "lrnn @ file:///checkout")
     exec(code, {})
     assert calls[0][-1] == "lrnn @ file:///checkout"
+
+
+def test_doctor_reports_drift_only_in_colab():
+    from lrnn.course import doctor
+    assert doctor._colab_drift(False) == []
+    [result] = doctor._colab_drift(True)
+    assert result.name == "Colab drift" and result.status in ("INFO", "WARN")
+    assert result.detail.startswith("Colab drift against the pins CI tested")
