@@ -49,6 +49,9 @@ export PYDEVD_DISABLE_FILE_VALIDATION=1
 # pip's own version line is left out: Colab's pip may upgrade itself, the course must not care.
 "$vpy" -m pip freeze --all | sort >"$tmp/freeze-before.txt"
 export LRNN_INSTALL_SOURCE="lrnn @ file://$repo"
+# pip keeps wheels it built from a folder: without this, a wheel of an older checkout at the
+# same path could be installed instead of this one.
+export PIP_NO_CACHE_DIR=1
 "$vpy" - "$repo/book/01_linear_recurrence.ipynb" "$tmp" <<'EOF' || fail "chapter 1's setup cell failed"
 import sys, nbformat
 from nbclient import NotebookClient
