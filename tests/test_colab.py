@@ -176,3 +176,14 @@ def test_doctor_reports_drift_only_in_colab():
     [result] = doctor._colab_drift(True)
     assert result.name == "Colab drift" and result.status in ("INFO", "WARN")
     assert result.detail.startswith("Colab drift against the pins CI tested")
+
+
+def test_install_missing_explains_when_pip_cannot_add_without_upgrading(monkeypatch, capsys):
+    state, _ = _fake_env(monkeypatch, {"lrnn": "0.1", "numpy": "1.0"}, [("optax", None)])
+
+    def refusing_run(cmd, check):
+        raise subprocess.CalledProcessError(1, cmd)
+    result = colab.install_missing(run=refusing_run)
+    out = capsys.readouterr().out
+    assert "Could not add optax without changing packages already here" in out
+    assert "nothing was changed" in out and result["installed"] == {"lrnn": "0.1"}

@@ -101,8 +101,13 @@ def install_missing(extras=("notebooks",), *, run=subprocess.run, quiet: bool = 
         with tempfile.TemporaryDirectory() as tmp:
             keep = Path(tmp, "keep-installed.txt")
             keep.write_text("".join(f"{n}=={v}\n" for n, v in sorted(before.items())))
-            run([sys.executable, "-m", "pip", "install", "-q", "-c", str(keep), *missing],
-                check=True)
+            try:
+                run([sys.executable, "-m", "pip", "install", "-q", "-c", str(keep), *missing],
+                    check=True)
+            except subprocess.CalledProcessError:
+                print(f"Could not add {', '.join(missing)} without changing packages already "
+                      f"here (pip's message is above); nothing was changed. To accept upgrades: "
+                      f"pip install {' '.join(missing)}, then restart the runtime.")
     after = installed()
     added = {n: v for n, v in after.items() if n not in before}
     changed = {n: (before[n], after[n]) for n in before if n in after and after[n] != before[n]}
