@@ -4,9 +4,10 @@
 
 Refresh after Colab changes its image: save the new `pip-freeze.gpu.txt` of the repository
 googlecolab/backend-info as `.ci/colab/pip-freeze.gpu.<YYYY-MM-DD>.txt` and run the command above
-with that file and the commit it came from (it writes the copy in src/lrnn/course/ too). The pins are the packages named in ROOTS (the Jupyter
-kernel stack, widgets, JAX and the scientific packages the chapters import) and everything they
-depend on, all at Colab's versions: pip resolves ROOTS with the whole freeze as constraints,
+with that file and the commit it came from (it writes the copy in src/lrnn/course/ too).
+
+The pins are the packages named in ROOTS (the Jupyter kernel stack, widgets, JAX and the
+scientific packages the chapters import) and everything they depend on, all at Colab's versions: pip resolves ROOTS with the whole freeze as constraints,
 for Python 3.13 (Colab's) where available. Torch, TensorFlow, the CUDA libraries and the other
 ~600 packages are left out: the course never imports them, and installing them would cost CI
 gigabytes and minutes for nothing it tests. JAX's CUDA plugin is left out as CI has no GPU; the
@@ -93,11 +94,15 @@ def main(argv=None) -> int:
     if differ:
         raise SystemExit(f"pip chose versions that are not Colab's: {differ}")
     absent = sorted(n for n in pins if n not in freeze)
-    rel = args.freeze.resolve().relative_to(ROOT).as_posix() if args.freeze.resolve().is_relative_to(ROOT) else args.freeze
-    head = (f"# Colab's package set, the part the course's kernel touches (made by scripts/colab_pins.py).\n"
+    path = args.freeze.resolve()
+    rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path
+    version = subprocess.run([python, "-V"], capture_output=True, text=True).stdout.strip()
+    head = ("# Colab's package set, the part the course's kernel touches "
+            "(made by scripts/colab_pins.py).\n"
             f"# source: {SOURCE}, commit {args.commit}, date {date.group(0)}\n"
-            f"# freeze copy: {rel}; resolved for {subprocess.run([python, '-V'], capture_output=True, text=True).stdout.strip()}\n"
-            f"# refresh: python scripts/colab_pins.py .ci/colab/pip-freeze.gpu.<date>.txt --commit <sha>\n")
+            f"# freeze copy: {rel}; resolved for {version}\n"
+            "# refresh: python scripts/colab_pins.py .ci/colab/pip-freeze.gpu.<date>.txt "
+            "--commit <sha>\n")
     if absent:
         head += (f"# not in Colab's freeze but required by what is (pip's choice, marked below): "
                  f"{', '.join(absent)}\n")
