@@ -33,8 +33,8 @@ if [ -x "$venv/bin/python" ]; then
   "$venv/bin/python" -m pip uninstall --quiet --yes lrnn >/dev/null 2>&1 || true
 else
   "$python" -m venv "$venv" || fail "cannot make a venv with $python"
-  "$venv/bin/python" -m pip install --quiet --no-deps -r .ci/colab-pins.txt 2>&1 \
-    | grep -v "^WARNING: Location" || true
+  "$venv/bin/python" -m pip install --quiet --no-deps -r .ci/colab-pins.txt >"$tmp/pip.log" 2>&1 \
+    || { grep -v "^WARNING: Location" "$tmp/pip.log" | tail -20; fail "cannot install the pins"; }
 fi
 vpy="$venv/bin/python"
 "$vpy" -m pip check >/dev/null || { "$vpy" -m pip check; fail "the pinned set is inconsistent"; }
