@@ -15,7 +15,10 @@ repo="$PWD"
 tmp="$(mktemp -d)"
 lane_start=$SECONDS
 step_start=$SECONDS
-fail() { echo "colab lane: $*" >&2; echo "COLAB LANE: FAIL ($(( SECONDS - lane_start )) s)"; exit 1; }
+fail() {
+  echo "colab lane: $*" >&2; echo "colab lane: kept $tmp (executed notebooks, freezes, grade log)"
+  echo "COLAB LANE: FAIL ($(( SECONDS - lane_start )) s)"; exit 1
+}
 step() { echo "colab lane: $1 ($(( SECONDS - step_start )) s)"; step_start=$SECONDS; }
 
 python=""
@@ -123,3 +126,4 @@ step "4/5 solutions graded"
 [ "${PIPESTATUS[0]}" -eq 0 ] || fail "tests/test_widgets.py failed on Colab's ipywidgets"
 step "5/5 widget tests on Colab's ipywidgets"
 echo "COLAB LANE: PASS ($(( SECONDS - lane_start )) s; Python $("$vpy" -c 'import sys; print(sys.version.split()[0])'), pins of $(sed -n 's/^# source: .*date //p' .ci/colab-pins.txt))"
+rm -rf "$tmp"
