@@ -1,11 +1,16 @@
-"""Make every notebook's Colab badge and install cell follow the repository URL of _config.yml.
+"""Make every notebook's Colab badge and setup cell follow _config.yml and the template below.
 
     python scripts/sync_headers.py           # rewrite the notebooks that disagree
     python scripts/sync_headers.py --check   # only list them; exit status 1 if any
 
 The repository URL and branch live only in `_config.yml` (`repository: url, branch`). A badge
-points at the notebook's own path on that branch; the setup cell installs
-`lrnn @ git+<url>` (with `@<branch>` when the branch is not `main`).
+points at the notebook's own path on that branch. The setup cell starts with BOOTSTRAP, which
+installs `lrnn @ git+<url>` (with `@<branch>` when the branch is not `main`) without its
+dependencies, then only the missing requirements of `lrnn[notebooks]`, with every installed
+package held at its version (`lrnn.course.colab.install_missing`): in Colab it changes none of
+the preinstalled packages. `LRNN_INSTALL_SOURCE` (a pip requirement, e.g. `lrnn @ file:///src`)
+replaces the URL, which CI's Colab lane uses to install the checkout. Only the bootstrap (the
+lines before `import lrnn`) and the badge are rewritten; the rest of each cell is the chapter's.
 """
 from __future__ import annotations
 
@@ -22,6 +27,15 @@ NOTEBOOK_DIRS = ("book", "exercises", "solutions")
 BADGE_SVG = "https://colab.research.google.com/assets/colab-badge.svg"
 BADGE_RE = re.compile(r"\[!\[Open In Colab\]\(" + re.escape(BADGE_SVG) + r"\)\]\(([^)\s]*)\)")
 INSTALL_RE = re.compile(r'"lrnn @ git\+[^"]*"')
+BOOTSTRAP = """\
+# Setup: install lrnn, changing none of the packages that Colab preinstalled.
+import importlib.util, os, subprocess, sys
+if importlib.util.find_spec("lrnn") is None:
+    spec = os.environ.get("LRNN_INSTALL_SOURCE", {spec})
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", spec], check=True)
+    import lrnn.course.colab; lrnn.course.colab.install_missing()
+"""
+IMPORT_LINE = re.compile(r"^import lrnn$", re.MULTILINE)
 
 
 def repository(root: Path = ROOT) -> tuple[str, str]:
@@ -42,6 +56,19 @@ def install_spec(url: str, branch: str) -> str:
     return f'"lrnn @ git+{url}"' if branch == "main" else f'"lrnn @ git+{url}@{branch}"'
 
 
+def bootstrap(url: str, branch: str) -> str:
+    return BOOTSTRAP.format(spec=install_spec(url, branch))
+
+
+def setup_source(source: str, url: str, branch: str) -> str:
+    """A setup cell's source with its bootstrap regenerated (a cell that installs lrnn from git
+    and then imports it); any other source with only its install spec updated."""
+    m = IMPORT_LINE.search(source)
+    if m is None or not INSTALL_RE.search(source[:m.start()]):
+        return INSTALL_RE.sub(lambda _: install_spec(url, branch), source)
+    return bootstrap(url, branch) + source[m.start():]
+
+
 def notebooks(root: Path = ROOT) -> list[Path]:
     out = []
     for d in NOTEBOOK_DIRS:
@@ -50,16 +77,15 @@ def notebooks(root: Path = ROOT) -> list[Path]:
 
 
 def synced(nb, relpath: str, url: str, branch: str) -> bool:
-    """Rewrite badge and install spec in place; return True if anything changed."""
+    """Rewrite badge and setup bootstrap in place; return True if anything changed."""
     changed = False
     badge = f"[![Open In Colab]({BADGE_SVG})]({colab_url(url, branch, relpath)})"
-    spec = install_spec(url, branch)
     for cell in nb.cells:
         src = cell.source
         if cell.cell_type == "markdown":
             new = BADGE_RE.sub(lambda m: badge, src)
         elif cell.cell_type == "code":
-            new = INSTALL_RE.sub(lambda m: spec, src)
+            new = setup_source(src, url, branch)
         else:
             continue
         if new != src:

@@ -19,11 +19,12 @@ SOLUTIONS = ROOT / "solutions"
 EXERCISES = ROOT / "exercises"
 SOLUTION_FILES = sorted(SOLUTIONS.glob(ex.NOTEBOOK_GLOB))
 REPO = "https://github.com/lrnn-course/lrnn"
-SETUP = '''# Setup: in Colab, install lrnn from the course repository if it is missing (JAX is not reinstalled).
-import importlib.util, subprocess, sys
+SETUP = '''# Setup: install lrnn, changing none of the packages that Colab preinstalled.
+import importlib.util, os, subprocess, sys
 if importlib.util.find_spec("lrnn") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "lrnn @ git+https://github.com/lrnn-course/lrnn"], check=True)
+    spec = os.environ.get("LRNN_INSTALL_SOURCE", "lrnn @ git+https://github.com/lrnn-course/lrnn")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", spec], check=True)
+    import lrnn.course.colab; lrnn.course.colab.install_missing()
 import lrnn
 env = lrnn.setup.environment()'''
 

@@ -1,4 +1,4 @@
-"""lrnn.setup: the setup cell (two plain lines, no warning, the precision policy) and the
+"""lrnn.course.setup: the setup cell (two plain lines, no warning, the precision policy) and the
 problem-size helpers ``pick`` and ``size``."""
 import dataclasses
 import warnings
@@ -6,7 +6,6 @@ import warnings
 import jax
 import pytest
 
-import lrnn
 from lrnn.course import precision, setup
 
 
@@ -27,7 +26,7 @@ class FakeDevice:
 def run_environment(capsys, **kwargs):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        info = lrnn.setup.environment(**kwargs)
+        info = setup.environment(**kwargs)
     out, err = capsys.readouterr()
     return info, out, err, caught
 
@@ -59,12 +58,12 @@ def test_environment_keeps_its_old_keys_and_quiet(capsys):
     for key in ("backend", "devices", "gpu", "colab", "jax", "device_kind", "compute_capability",
                 "matmul_precision", "tf32_possible", "cpu_count"):
         assert key in info, key
-    assert info["gpu"] is lrnn.setup.has_gpu() is False
+    assert info["gpu"] is setup.has_gpu() is False
 
 
 def test_environment_rejects_an_unknown_precision():
     with pytest.raises(ValueError, match="matmul_precision"):
-        lrnn.setup.environment(matmul_precision="fast please", quiet=True)
+        setup.environment(matmul_precision="fast please", quiet=True)
 
 
 @pytest.mark.parametrize("kind,cc,tf32", [("Tesla T4", "7.5", False),
@@ -80,7 +79,7 @@ def test_environment_on_a_gpu_names_it_and_its_compute_capability(monkeypatch, c
 
 
 def test_pick_prints_the_cpu_choice(capsys):
-    assert lrnn.setup.pick("sequence length", cpu=8, gpu=64) == 8
+    assert setup.pick("sequence length", cpu=8, gpu=64) == 8
     assert capsys.readouterr().out == "CPU run: sequence length = 8 (a GPU run uses 64).\n"
 
 

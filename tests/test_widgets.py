@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from lrnn import widgets  # noqa: E402
+from lrnn.course import widgets  # noqa: E402
 
 CALLS = []
 
@@ -89,7 +89,35 @@ def test_live_widget_redraws_on_change(explorer):
     assert live.size[0] > static.size[0] and static.mode == "P"
 
 
-def test_mime_bundle_has_widget_html_and_png(explorer):
+class FakeKernelShell:
+    kernel = object()
+
+
+def test_widget_comm_only_in_a_kernel():
+    assert widgets.has_widget_comm(FakeKernelShell())
+    assert not widgets.has_widget_comm(object())
+    assert not widgets.has_widget_comm()      # pytest: plain Python, no kernel
+
+
+def test_mime_bundle_without_a_kernel_is_static(explorer):
+    bundle = explorer._repr_mimebundle_()
+    assert widgets.WIDGET_VIEW not in bundle
+    assert bundle["text/html"] == explorer.html()
+    assert base64.b64decode(bundle["image/png"]) == explorer.default_png
+
+
+def test_widget_view_on_ipywidgets_7_and_8(explorer):
+    view = widgets.widget_view(explorer.widget)[widgets.WIDGET_VIEW]
+    assert view["model_id"] == explorer.widget.model_id and view["version_major"] == 2
+
+    class Widget7:          # ipywidgets 7: no _repr_mimebundle_, only _ipython_display_
+        _view_name, model_id = "VBoxView", "abc"
+    assert widgets.widget_view(Widget7()) == {
+        widgets.WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": "abc"}}
+
+
+def test_mime_bundle_has_widget_html_and_png(explorer, monkeypatch):
+    monkeypatch.setattr(widgets, "has_widget_comm", lambda: True)   # as in a Jupyter kernel
     bundle = explorer._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == explorer.widget.model_id

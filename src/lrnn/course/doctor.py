@@ -409,6 +409,15 @@ def tf32_probe(n: int = 1024) -> dict:
 TF32_THRESHOLD = 2e-5
 
 
+def _colab_drift(in_colab: bool) -> list[Result]:
+    """In Colab: which preinstalled versions differ from those CI tested (lrnn.course.colab)."""
+    if not in_colab:
+        return []
+    from . import colab
+    lines = colab.drift_lines()
+    return [Result("environment", "Colab drift", colab.doctor_status(lines), "\n".join(lines))]
+
+
 def environment_results(repo: Path | None) -> tuple[list[Result], dict]:
     import jax
     import jaxlib
@@ -448,6 +457,7 @@ def environment_results(repo: Path | None) -> tuple[list[Result], dict]:
         Result("environment", "GPU", INFO, gpu),
         Result("environment", "TF32 by default", INFO, tf32),
         Result("environment", "course commit", INFO, commit),
+        *_colab_drift(env["colab"]),
         Result("environment", "course precision policy gives full float32 products",
                PASS if probe["course_policy_rel_err"] <= TF32_THRESHOLD else FAIL,
                f"relative error {probe['course_policy_rel_err']:.1e} under "

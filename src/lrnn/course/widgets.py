@@ -24,7 +24,9 @@ strings, in slider order). ``explore`` renders every grid point once (small PNG 
 
 * ``application/vnd.jupyter.widget-view+json`` — a live ipywidgets control (one
   ``SelectionSlider`` per keyword) that calls ``plot_fn`` again when a value changes. Jupyter,
-  JupyterLab, VS Code and Colab render this one when a kernel is running.
+  JupyterLab, VS Code and Colab render this one when a kernel is running. It works with
+  ipywidgets 7.7 (Colab's) and 8, and is left out where no kernel can talk to a widget
+  (plain Python), so the static views below are all there is.
 * ``text/html`` — the precomputed frames and a slider written in plain HTML/JS, for the static
   website (no kernel). The book's ``_config.yml`` tells myst-nb not to render widget views,
   so the HTML is what a reader of the website sees.
@@ -279,11 +281,10 @@ class Explorer:
 
     # -- display -------------------------------------------------------------------------------
     def _repr_mimebundle_(self, include=None, exclude=None):
-        bundle = {}
         try:
-            bundle.update(self.widget._repr_mimebundle_())
-        except Exception:  # no ipywidgets comm (plain Python): the static views still work
-            pass
+            bundle = widget_view(self.widget) if has_widget_comm() else {}
+        except ImportError:   # no ipywidgets (the library alone): the static views still work
+            bundle = {}
         bundle["text/html"] = self.html()
         bundle["image/png"] = base64.b64encode(self.default_png).decode("ascii")
         bundle["text/plain"] = (f"<lrnn.widgets.Explorer {self.title or ''!s}: "
@@ -311,6 +312,31 @@ for(var i=0;i<inputs.length&&!moved;i++){var s=inputs[i];if(+s.max>0){
 s.value=(+s.value+1)%(+s.max+1);s.dispatchEvent(new Event('input'));moved=true;}}
 root.dataset.selftest=!moved?'single-frame':(img.src!==before?'pass':'fail');}
 })();"""
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def has_widget_comm(shell=None) -> bool:
+    """True in a Jupyter kernel (a front end can show a live widget); False in plain Python or
+    IPython in a terminal, where ipywidgets 7 has no comm and 8 only a dummy one."""
+    if shell is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return False
+        shell = get_ipython()
+    return getattr(shell, "kernel", None) is not None
+
+
+def widget_view(widget) -> dict:
+    """The widget-view part of a widget's MIME bundle, on ipywidgets 8 (``_repr_mimebundle_``)
+    and 7 (which only has ``_ipython_display_``; its view data is written here the same way)."""
+    if getattr(widget, "_view_name", None) is None:
+        return {}
+    if hasattr(widget, "_repr_mimebundle_"):
+        return {k: v for k, v in widget._repr_mimebundle_().items() if k == WIDGET_VIEW}
+    return {WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": widget.model_id}}
 
 
 def build(plot_fn: Callable, grid: Mapping[str, Sequence], *, defaults=None, title=None,

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# CI's Colab lane: the course in Colab's own package set (.ci/colab-pins.txt, made by
+# scripts/colab_pins.py from Colab's published freeze), run as a student runs it.
+#   1. a virtual environment on Python 3.13 (Colab's minor version; python3 if none is found)
+#      with the pinned packages only;
+#   2. chapter 1's own setup cell, run in a kernel with LRNN_INSTALL_SOURCE pointed at this
+#      checkout; `pip freeze` of every preinstalled package must be unchanged afterwards;
+#   3. every chapter (book/*.ipynb) and solution (solutions/*.ipynb) executed in that kernel;
+#   4. the solutions graded there (`python -m lrnn grade`, bubblewrap sandbox): full marks;
+#   5. tests/test_widgets.py on Colab's ipywidgets (7.7.1; CI's main lane tests 8).
+# Usage: .ci/colab_lane.sh            (COLAB_VENV=dir reuses a venv built before, for local work)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo="$PWD"
+tmp="$(mktemp -d)"
+lane_start=$SECONDS
+step_start=$SECONDS
+fail() {
+  echo "colab lane: $*" >&2; echo "colab lane: kept $tmp (executed notebooks, freezes, grade log)"
+  echo "COLAB LANE: FAIL ($(( SECONDS - lane_start )) s)"; exit 1
+}
+step() { echo "colab lane: $1 ($(( SECONDS - step_start )) s)"; step_start=$SECONDS; }
+
+python=""
+for candidate in "${COLAB_PYTHON:-}" /root/.pyenv/versions/3.13.0/bin/python3.13 "$(command -v python3.13 || true)"; do
+  if [ -n "$candidate" ] && [ -x "$candidate" ]; then python="$candidate"; break; fi
+done
+if [ -z "$python" ]; then
+  python="$(command -v python3)"
+  echo "colab lane: NOTE no Python 3.13 here (Colab runs 3.13); using $python ($("$python" -V 2>&1))"
+fi
+
+venv="${COLAB_VENV:-$tmp/venv}"
+if [ -x "$venv/bin/python" ]; then
+  echo "colab lane: reusing $venv (lrnn, if a former run installed it, is removed)"
+  "$venv/bin/python" -m pip uninstall --quiet --yes lrnn >/dev/null 2>&1 || true
+else
+  "$python" -m venv "$venv" || fail "cannot make a venv with $python"
+  "$venv/bin/python" -m pip install --quiet --no-deps -r .ci/colab-pins.txt >"$tmp/pip.log" 2>&1 \
+    || { grep -v "^WARNING: Location" "$tmp/pip.log" | tail -20; fail "cannot install the pins"; }
+fi
+vpy="$venv/bin/python"
+"$vpy" -m pip check >/dev/null || { "$vpy" -m pip check; fail "the pinned set is inconsistent"; }
+"$vpy" -c 'import jax, IPython, ipywidgets, sys; print(f"colab lane: Python {sys.version.split()[0]}, jax {jax.__version__}, IPython {IPython.__version__}, ipywidgets {ipywidgets.__version__}")' \
+  || fail "the pinned venv does not import"
+"$vpy" -m pip show lrnn >/dev/null 2>&1 && fail "lrnn is already installed in $venv: the setup cell must install it"
+step "1/5 venv with Colab's pins"
+
+export JAX_PLATFORMS=cpu
+# ipykernel 6.17 on Python 3.13 prints a debugger note on every kernel start: not the course's.
+export PYDEVD_DISABLE_FILE_VALIDATION=1
+# pip's own version line is left out: Colab's pip may upgrade itself, the course must not care.
+"$vpy" -m pip freeze --all | sort >"$tmp/freeze-before.txt"
+export LRNN_INSTALL_SOURCE="lrnn @ file://$repo"
+# pip keeps wheels it built from a folder: without this, a wheel of an older checkout at the
+# same path could be installed instead of this one.
+export PIP_NO_CACHE_DIR=1
+"$vpy" - "$repo/book/01_linear_recurrence.ipynb" "$tmp" <<'EOF' || fail "chapter 1's setup cell failed"
+import sys, nbformat
+from nbclient import NotebookClient
+path, tmp = sys.argv[1], sys.argv[2]
+nb = nbformat.read(path, as_version=4)
+setup = [c for c in nb.cells if c.cell_type == "code" and "find_spec(\"lrnn\")" in c.source]
+assert setup, f"{path}: no setup cell (one that installs lrnn when it is missing)"
+cell = setup[0]
+assert "LRNN_INSTALL_SOURCE" in cell.source, \
+    f"{path}: the setup cell ignores LRNN_INSTALL_SOURCE (run python scripts/sync_headers.py)"
+one = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell.source)])
+NotebookClient(one, timeout=600, kernel_name="python3",
+               resources={"metadata": {"path": tmp}}).execute()
+for out in one.cells[0].outputs:
+    print("  setup cell:", (out.get("text") or str(out.get("data", {}).get("text/plain", ""))).strip())
+EOF
+"$vpy" -m pip freeze --all | sort >"$tmp/freeze-after.txt"
+changed="$(comm -23 "$tmp/freeze-before.txt" "$tmp/freeze-after.txt")"
+added="$(comm -13 "$tmp/freeze-before.txt" "$tmp/freeze-after.txt" | tr '\n' ' ')"
+echo "colab lane: the setup cell added: ${added:-nothing}"
+if [ -n "$changed" ]; then
+  echo "colab lane: preinstalled packages changed or removed by the setup cell:"; echo "$changed"
+  fail "the setup cell changed Colab's packages"
+fi
+echo "colab lane: $(wc -l <"$tmp/freeze-before.txt") preinstalled packages unchanged"
+step "2/5 setup cell as a student runs it"
+
+"$vpy" - "$tmp" book/*.ipynb solutions/*.ipynb <<'EOF' || fail "a notebook failed in Colab's package set"
+import re, sys, time, nbformat
+from pathlib import Path
+from nbclient import NotebookClient
+tmp, paths, bad = Path(sys.argv[1]), sys.argv[2:], []
+for p in map(Path, paths):
+    nb = nbformat.read(p, as_version=4)
+    t = time.perf_counter()
+    try:
+        NotebookClient(nb, timeout=300, kernel_name="python3",
+                       resources={"metadata": {"path": str(p.parent.resolve())}}).execute()
+        status = "ok  "
+    except Exception as e:
+        status, _ = "FAIL", bad.append(f"{p}: {type(e).__name__}: {str(e)[-600:]}")
+    nbformat.write(nb, tmp / f"{p.parent.name}-{p.name}")
+    warned = sorted({m.group(0)[:90] for c in nb.cells for o in c.get("outputs", [])
+                     if o.get("name") == "stderr"
+                     for m in re.finditer(r"\w*Warning\b.*", o.get("text", ""))})
+    note = f" (warnings shown to a student: {'; '.join(warned)[:200]})" if warned else ""
+    print(f"  {status} {p} {time.perf_counter() - t:.1f} s{note}", flush=True)
+for b in bad:
+    print(b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+EOF
+step "3/5 every chapter and solution executed"
+
+"$vpy" -m lrnn grade solutions/ --out "$tmp/gradebook.csv" --sandbox bwrap \
+  --feedback-dir "$tmp/feedback" >"$tmp/grade.log" 2>&1 || { tail -30 "$tmp/grade.log"; fail "grading failed"; }
+"$vpy" - "$tmp/gradebook.csv" solutions/*.ipynb <<'EOF' || fail "the solutions did not get full marks"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="", encoding="utf-8")))
+short = [r for r in rows if float(r["total"]) != float(r["max_total"]) or float(r["max_total"]) <= 0]
+for r in rows:
+    print(f"  {r.get('submission', '?')}: {r['total']}/{r['max_total']}")
+if len(rows) != len(sys.argv) - 2:
+    sys.exit(f"{len(rows)} rows in the gradebook for {len(sys.argv) - 2} solutions")
+sys.exit(1 if short else 0)
+EOF
+step "4/5 solutions graded"
+
+"$vpy" -m pytest -q -p no:cacheprovider -o addopts="" tests/test_widgets.py 2>&1 | tail -3
+[ "${PIPESTATUS[0]}" -eq 0 ] || fail "tests/test_widgets.py failed on Colab's ipywidgets"
+step "5/5 widget tests on Colab's ipywidgets"
+echo "COLAB LANE: PASS ($(( SECONDS - lane_start )) s; Python $("$vpy" -c 'import sys; print(sys.version.split()[0])'), pins of $(sed -n 's/^# source: .*date //p' .ci/colab-pins.txt))"
+rm -rf "$tmp"
