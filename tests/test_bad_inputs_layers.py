@@ -9,7 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lrnn import bench, experiments, lru, model, ornn, rotlstm, rotrnn, train
+from lrnn.training import bench, experiments, train
+from lrnn.layers import lru, ornn, rotrnn
+from lrnn import model, rotlstm
 from lrnn.layers import gru, lstm
 from lrnn.training import data
 
@@ -166,7 +168,7 @@ def test_training_that_turns_nan_stops_and_names_the_step(tmp_path):
     with pytest.raises(train.TrainingDiverged, match=r"step [1-5] of 5.*lower learning rate"):
         train.train(cfg, progress=False)
     assert not (tmp_path / "c.npz").exists()                          # nothing NaN was saved
-    out = subprocess.run([sys.executable, "-m", "lrnn.train", *train.config_to_argv(cfg),
+    out = subprocess.run([sys.executable, "-m", "lrnn.training.train", *train.config_to_argv(cfg),
                           "--no-progress"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 1
     assert "training diverged" in out.stderr and "lower learning rate" in out.stderr
@@ -181,16 +183,16 @@ def _cli(*args):
 
 
 def test_experiments_only_without_names_and_missing_dirs(tmp_path):
-    out = _cli("lrnn.experiments", "run", "smoke", "--only", "--out", str(tmp_path))
+    out = _cli("lrnn.training.experiments", "run", "smoke", "--only", "--out", str(tmp_path))
     assert out.returncode == 2 and "--only" in out.stderr
     assert list(tmp_path.iterdir()) == []                               # nothing ran
-    out = _cli("lrnn.experiments", "run", "smoke", "--only", "nosuch", "--out", str(tmp_path))
+    out = _cli("lrnn.training.experiments", "run", "smoke", "--only", "nosuch", "--out", str(tmp_path))
     assert out.returncode == 2 and "nosuch" in out.stderr
-    out = _cli("lrnn.experiments", "run", "nosuite")
+    out = _cli("lrnn.training.experiments", "run", "nosuite")
     assert out.returncode == 2 and "'smoke'" in out.stderr
-    out = _cli("lrnn.experiments", "targets", "--dir", str(tmp_path / "nonexistent"))
+    out = _cli("lrnn.training.experiments", "targets", "--dir", str(tmp_path / "nonexistent"))
     assert out.returncode == 2 and "not a directory" in out.stderr
-    out = _cli("lrnn.experiments", "targets", "--dir", str(tmp_path))
+    out = _cli("lrnn.training.experiments", "targets", "--dir", str(tmp_path))
     assert out.returncode == 2 and "no stored results" in out.stderr
     with pytest.raises(ValueError, match="`only`"):
         experiments.run("smoke", str(tmp_path), only=[])

@@ -2,10 +2,10 @@
 2 cores, no cell over 60 s), read from the cell times nbclient records when the notebook is
 executed (``metadata.execution``) and that are committed with its outputs.
 
-Executing a notebook with ``python -m lrnn.doctor execute PATH`` (or nbclient, whose
-``record_timing`` is on by default) keeps those times; ``python -m lrnn.doctor slowest`` lists
+Executing a notebook with ``python -m lrnn doctor execute PATH`` (or nbclient, whose
+``record_timing`` is on by default) keeps those times; ``python -m lrnn doctor slowest`` lists
 the slowest cells. A code cell without a recorded time fails here: its time is unknown.
-``exercises/`` is not checked: ``python -m lrnn.exercises build`` generates those notebooks from
+``exercises/`` is not checked: ``python -m lrnn exercises build`` generates those notebooks from
 ``solutions/`` and drops their execution metadata, and they run the solutions' cells minus the
 solution code. (The times are those of the machine that executed the notebook; commit notebooks
 executed on the 2-core CPU the budget is for.)

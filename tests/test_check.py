@@ -1,10 +1,10 @@
-"""The self-check framework (lrnn.check): messages, hints, robustness, grading mode."""
+"""The self-check framework (lrnn.course.check): messages, hints, robustness, grading mode."""
 import numpy as np
 import pytest
 
 import lrnn
-from lrnn import check as chk
-from lrnn.check import check, run
+from lrnn.course import check as chk
+from lrnn.course.check import check, run
 
 
 @pytest.fixture(autouse=True)
@@ -37,7 +37,7 @@ def radius_ref(A):
 
 
 def ring_ref(u1, u2, r_min, r_max, max_phase):
-    return lrnn.lru.ring_from_uniforms(u1, u2, r_min=r_min, r_max=r_max, max_phase=max_phase)
+    return lrnn.layers.lru.ring_from_uniforms(u1, u2, r_min=r_min, r_max=r_max, max_phase=max_phase)
 
 
 def cdf_ref(r, r_min, r_max):
@@ -45,11 +45,11 @@ def cdf_ref(r, r_min, r_max):
 
 
 def states_ref(params, u):
-    return lrnn.lru.hidden_states(params, u)
+    return lrnn.layers.lru.hidden_states(params, u)
 
 
 def apply_ref(params, u):
-    return lrnn.lru.apply(params, u)
+    return lrnn.layers.lru.apply(params, u)
 
 
 def gamma_ref(nu_log, theta_log):
@@ -59,7 +59,7 @@ def gamma_ref(nu_log, theta_log):
 REFERENCES = {"1.1": lrnn.scan.binary_operator, "1.2": scan_ref, "1.3": chunked_ref,
               "1.4": convolve_ref, "1.5": radius_ref, "2.1": ring_ref, "2.2": cdf_ref,
               "2.3": states_ref, "2.4": apply_ref, "2.5": gamma_ref,
-              "2.6": lambda a, b: lrnn.lru.forward_blowup(a, b)}
+              "2.6": lambda a, b: lrnn.layers.lru.forward_blowup(a, b)}
 
 
 @pytest.mark.parametrize("ex_id", sorted(REFERENCES))
@@ -256,7 +256,7 @@ def test_results_are_recorded():
 # --------------------------------------------------------------------------------------
 
 def test_expect_close_helpers():
-    from lrnn.check import CheckFailure, alternative, expect_close, when
+    from lrnn.course.check import CheckFailure, alternative, expect_close, when
     e = np.array([1.0 + 1j, 2.0 - 1j])
     expect_close(e + 1e-7, e)
     with pytest.raises(CheckFailure) as info:
@@ -279,17 +279,17 @@ def test_expect_close_helpers():
 
 
 def test_lazy_submodule_access():
-    assert lrnn.check.check is check
+    assert lrnn.course.check.check is check
 
 
 def test_forbid_blocks_the_reference_and_restores_it():
-    from lrnn.check import ForbiddenCall, forbid
-    with forbid("lrnn.lru.forward_blowup", "lrnn.linear_scan"):
-        with pytest.raises(ForbiddenCall, match="must not call lrnn.lru.forward_blowup"):
-            lrnn.lru.forward_blowup(0.1, 0.2)
+    from lrnn.course.check import ForbiddenCall, forbid
+    with forbid("lrnn.layers.lru.forward_blowup", "lrnn.linear_scan"):
+        with pytest.raises(ForbiddenCall, match="must not call lrnn.layers.lru.forward_blowup"):
+            lrnn.layers.lru.forward_blowup(0.1, 0.2)
         with pytest.raises(ForbiddenCall):
             lrnn.linear_scan(np.ones(2), np.ones((3, 2)))
-    assert lrnn.lru.forward_blowup(0.5, 0.5) == pytest.approx(1 / 0.75)
+    assert lrnn.layers.lru.forward_blowup(0.5, 0.5) == pytest.approx(1 / 0.75)
 
 
 # --------------------------------------------------------------------------------------
@@ -297,7 +297,7 @@ def test_forbid_blocks_the_reference_and_restores_it():
 # --------------------------------------------------------------------------------------
 
 def test_grading_mode_is_quiet_raises_and_hides_expected_values(capsys):
-    from lrnn.check import grading, grading_mode
+    from lrnn.course.check import grading, grading_mode
     wrong = lambda A: np.linalg.norm(A, 2)  # noqa: E731
     shown = run("1.5", wrong).message
     assert "expected:" in shown
@@ -314,7 +314,7 @@ def test_grading_mode_is_quiet_raises_and_hides_expected_values(capsys):
 
 
 def test_largest_intermediate_asks_a_remote_function():
-    from lrnn.check import largest_intermediate
+    from lrnn.course.check import largest_intermediate
 
     class Remote:
         def __call__(self, *a):

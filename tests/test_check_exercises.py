@@ -1,4 +1,4 @@
-"""The checkers of the exercises (lrnn.check.ch01 … ch07): reference answers written
+"""The checkers of the exercises (lrnn.course.check.ch01 … ch07): reference answers written
 independently of the checkers pass, also with TF32 matrix products emulated, and typical
 mistakes fail with the hint that names them (every wrong answer here is a real mistake)."""
 import math
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import lrnn
-import lrnn.check as lc
+import lrnn.course.check as lc
 from lrnn import orthogonal as o
 from lrnn.course import precision
 
@@ -42,7 +42,7 @@ def rotation_recurrence(gamma, theta, b):
 
 
 def rotgru(params, h, x):
-    return lrnn.rotlstm.gru_cell({k: jnp.asarray(v) for k, v in params.items()},
+    return lrnn.layers.gru.cell({k: jnp.asarray(v) for k, v in params.items()},
                                  jnp.asarray(h), jnp.asarray(x))
 
 
@@ -112,8 +112,8 @@ def fraction_of_floor(shape, seconds, copy_GBps, dtype="complex64", time_varying
 
 def param_count(layer, d_model, d_state, n_heads=1):
     key = jax.random.PRNGKey(1)
-    params = (lrnn.lru.init(key, d_model, d_state) if layer == "lru"
-              else lrnn.rotrnn.init(key, d_model, d_state, n_heads))
+    params = (lrnn.layers.lru.init(key, d_model, d_state) if layer == "lru"
+              else lrnn.layers.rotrnn.init(key, d_model, d_state, n_heads))
     return sum(int(np.size(v)) for v in jax.tree_util.tree_leaves(params))
 
 
@@ -149,20 +149,20 @@ def test_reference_passes_with_tf32_products(ex):
 def test_library_rotgru_follows_the_checker():
     """lrnn's RotGRU (the library reference) and the float64 transcription of eqs. 11–17 that
     the checker uses agree on a whole sequence."""
-    from lrnn.check.ch03 import rotgru_np
-    params = lrnn.rotlstm.gru_init(jax.random.PRNGKey(0), 3, 6)
+    from lrnn.course.check.ch03 import rotgru_np
+    params = lrnn.layers.gru.init(jax.random.PRNGKey(0), 3, 6)
     params = {k: np.asarray(v) + 0.1 for k, v in params.items()}
     u = np.random.default_rng(0).standard_normal((20, 3)).astype(np.float32)
     h = np.zeros(6)
     for t in range(20):
         h = rotgru_np(params, h, u[t])
-    assert np.allclose(np.asarray(lrnn.rotlstm.gru_apply(params, u))[-1], h, atol=1e-5)
+    assert np.allclose(np.asarray(lrnn.layers.gru.apply(params, u))[-1], h, atol=1e-5)
 
 
 def test_stationary_xi_is_the_chapter_closed_form():
     """chapter 4's drift factor, weighted by the rotated rows of B, gives the same ξ as the
     exact stationary covariance (a discrete Lyapunov equation) that the checker uses."""
-    from lrnn.check.ch04 import stationary_xi
+    from lrnn.course.check.ch04 import stationary_xi
     rng = np.random.default_rng(3)
     M = rng.standard_normal((6, 6))
     P = np.asarray(o.skew_expm(jnp.asarray(M, jnp.float32)), np.float64)
@@ -173,16 +173,16 @@ def test_stationary_xi_is_the_chapter_closed_form():
 
 
 def test_odd_even_work_and_depth_are_what_jax_does():
-    from lrnn.check.ch06 import reference_work_depth
+    from lrnn.course.check.ch06 import reference_work_depth
     for L in (1, 2, 3, 7, 64, 1000, 1025, 4097):
         assert reference_work_depth(L) == work_depth(L)
 
 
 def test_fraction_remembering_matches_ring_init():
-    from lrnn.check.ch07 import reference_fraction
+    from lrnn.course.check.ch07 import reference_fraction
     r_star = 0.5 ** (1 / 200)
     for r_min, r_max in [(0.0, 0.999), (0.99, 0.999), (r_star, 0.999)]:
-        nu_log, _ = lrnn.lru.ring_init(jax.random.PRNGKey(2), 100_000, r_min=r_min, r_max=r_max)
+        nu_log, _ = lrnn.layers.lru.ring_init(jax.random.PRNGKey(2), 100_000, r_min=r_min, r_max=r_max)
         modulus = np.exp(-np.exp(np.asarray(nu_log, np.float64)))
         assert abs(np.mean(modulus ** 200 >= 0.5) - reference_fraction(r_min, r_max, 200, 0.5)) \
             < 0.01
@@ -193,7 +193,7 @@ def test_fraction_remembering_matches_ring_init():
 # ------------------------------------------------------------------------------------------
 
 def test_hints_chapter_1():
-    from lrnn.check.ch01 import _chunk_join, _chunk_parts
+    from lrnn.course.check.ch01 import _chunk_join, _chunk_parts
 
     def no_carry(a, b, T):
         X, G, h, L = _chunk_parts(a, b, T)
@@ -217,7 +217,7 @@ def test_hints_chapter_3():
                                          jnp.moveaxis(b, -2, 0))[1], 0, -2)
     assert "dense 2K×2K" in _hint("3.2", dense)
     assert "Pᵀ" in _hint("3.3", lambda P, t, k: P @ o.block_rotation(k * t))
-    from lrnn.check.ch03 import rotgru_np
+    from lrnn.course.check.ch03 import rotgru_np
     for variant, words in [("rotate_h", "reset gate acts before the rotation"),
                            ("z_swapped", "update gate weighs the candidate"),
                            ("no_reset", "not [h_{t-1}, x_t]"), ("no2pi", "2π")]:
@@ -271,7 +271,7 @@ def test_hints_chapter_6():
 
 def test_hints_chapter_7():
     assert "q^(1/T)" in _hint("7.1", lambda T, q: 1 - (1 - q) / T)
-    from lrnn.check.ch07 import reference_fraction
+    from lrnn.course.check.ch07 import reference_fraction
     assert "share that forgets" in _hint("7.2", lambda a, b, T, q: 1 - reference_fraction(a, b, T,
                                                                                          q))
     assert "complex" in _hint("7.3", lambda layer, H, N, heads=1: param_count(

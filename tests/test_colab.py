@@ -140,13 +140,13 @@ def test_sync_rewrites_only_the_bootstrap_and_is_idempotent():
            'if importlib.util.find_spec("lrnn") is None:\n'
            '    subprocess.run([sys.executable, "-m", "pip", "install", "-q",\n'
            '                    "lrnn @ git+https://github.com/x/y"], check=True)\n'
-           'import lrnn\nenv = lrnn.setup.environment(matmul_precision="default")  # mine')
+           'import lrnn\nenv = lrnn.course.setup.environment(matmul_precision="default")  # mine')
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(old),
                                          nbformat.v4.new_code_cell("x = 1\nimport lrnn")])
     assert sync_headers.synced(nb, "book/09_x.ipynb", URL, BRANCH)
     src = nb.cells[0].source
     assert src == sync_headers.bootstrap(URL, BRANCH) + (
-        'import lrnn\nenv = lrnn.setup.environment(matmul_precision="default")  # mine')
+        'import lrnn\nenv = lrnn.course.setup.environment(matmul_precision="default")  # mine')
     assert nb.cells[1].source == "x = 1\nimport lrnn"
     assert not sync_headers.synced(nb, "book/09_x.ipynb", URL, BRANCH)
     assert all(len(line) <= 100 for line in src.splitlines())

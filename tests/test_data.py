@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from lrnn import data
+from lrnn.training import data
 
 
 # ---------------------------------------------------------------- adding problem (oRNN §5.2)

@@ -1,4 +1,4 @@
-"""The exercise build (lrnn.exercises): exercises/ is generated from solutions/, nothing of the
+"""The exercise build (lrnn.course.exercises): exercises/ is generated from solutions/, nothing of the
 solutions leaks, the notebooks open like the chapters, and the grader gives full marks to every
 solution notebook and zero (for code) to every exercise notebook."""
 import io
@@ -11,8 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lrnn import exercises as ex
-from lrnn.check import exercises as registered
+from lrnn.course import exercises as ex
+from lrnn.course.check import exercises as registered
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
@@ -26,7 +26,7 @@ if importlib.util.find_spec("lrnn") is None:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", spec], check=True)
     import lrnn.course.colab; lrnn.course.colab.install_missing()
 import lrnn
-env = lrnn.setup.environment()'''
+env = lrnn.course.setup.environment()'''
 
 
 def read(path):
@@ -223,7 +223,7 @@ def test_exercise_notebook_reveals_no_solution(path):
 @pytest.mark.slow
 @pytest.mark.notebook
 def test_grader_full_marks_for_solutions_zero_for_exercises(tmp_path):
-    from lrnn import grade
+    from lrnn.course import grading as grade
     subs = tmp_path / "subs"
     subs.mkdir()
     for p in SOLUTION_FILES:

@@ -39,7 +39,7 @@ def slim(nb):
     keep = []
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader")
-        if meta or (cell.cell_type == "code" and "from lrnn.check import check" in cell.source):
+        if meta or (cell.cell_type == "code" and "from lrnn.course.check import check" in cell.source):
             keep.append(cell)
     nb.cells = keep
     return nb
@@ -461,7 +461,7 @@ def test_frame_reader_limits():
 
 def test_free_names_and_plan():
     import ast
-    code = ("from lrnn.check import forbid as _f\n_x = f(np.ones(3))\n"
+    code = ("from lrnn.course.check import forbid as _f\n_x = f(np.ones(3))\n"
             "assert all(np.allclose(a, b) for a, b in zip(_x, g(_x)))\n"
             "with _f('m.h'):\n    h(1)\n")
     assert sorted(g.free_names(ast.parse(code))) == ["all", "f", "g", "h", "np", "zip"]
@@ -486,7 +486,7 @@ def _snapshot(folder):
 
 
 def test_exercises_build_never_deletes_or_overwrites_on_bad_input(tmp_path):
-    """`python -m lrnn.exercises build` with an empty or missing solutions folder, the same
+    """`python -m lrnn exercises build` with an empty or missing solutions folder, the same
     folder twice, or an exercises path that is a file: a clear error, a non-zero exit, and
     every file as it was. With a solution missing, the other notebooks are rebuilt but the
     orphan is kept (exit 1)."""
@@ -505,7 +505,7 @@ def test_exercises_build_never_deletes_or_overwrites_on_bad_input(tmp_path):
     sol_before = _snapshot(sol_copy)
 
     def build(*args):
-        return subprocess.run([sys.executable, "-m", "lrnn.exercises", "build", *args],
+        return subprocess.run([sys.executable, "-m", "lrnn.course.exercises", "build", *args],
                               capture_output=True, text=True, cwd=tmp_path)
     for args, message in [
         (["--solutions", str(empty), "--exercises", str(exe)], "no solution notebooks"),
@@ -560,7 +560,7 @@ def test_killed_grader_leaves_no_process_and_no_temporary_file(tmp_path):
     out = tmp_path / "gb.csv"
     g.write_gradebook(out, [{"submission": "other", "total": 1, "max_total": 2}])
     before = out.read_bytes()
-    proc = subprocess.Popen([sys.executable, "-m", "lrnn.grade", str(sub), "--out", str(out),
+    proc = subprocess.Popen([sys.executable, "-m", "lrnn.course.grading", str(sub), "--out", str(out),
                              "--sandbox", "bwrap"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     uids = set(sb.grader_uids(proc.pid))
@@ -656,10 +656,10 @@ def test_forbid_and_count_calls_go_to_the_session_under_the_grader():
     exec("from lrnn.course.check import count_calls, forbid", ns)
     forbid, count_calls = ns["forbid"], ns["count_calls"]
     with grader_context(session):
-        with forbid("lrnn.lru.forward_blowup"), count_calls("anything") as calls:
+        with forbid("lrnn.layers.lru.forward_blowup"), count_calls("anything") as calls:
             lrnn.layers.lru.forward_blowup(0.5, 0.5)      # not patched here: the kernel's business
     assert calls.n == 3
-    assert session.events == [("forbid", ("lrnn.lru.forward_blowup",)),
+    assert session.events == [("forbid", ("lrnn.layers.lru.forward_blowup",)),
                               ("count", "anything"), ("uncount", "anything"), ("unforbid",)]
 
 

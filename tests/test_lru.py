@@ -1,4 +1,4 @@
-"""lrnn.lru against float64 NumPy transcriptions of the LRU paper (Orvieto et al., 2023):
+"""lrnn.layers.lru against float64 NumPy transcriptions of the LRU paper (Orvieto et al., 2023):
 Appendix A code, Lemma 3.2 (ring initialisation), Prop. 3.3 (forward blow-up) and the
 γ normalisation of §3.4."""
 import math
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from lrnn import lru
+from lrnn.layers import lru
 
 pytestmark = pytest.mark.usefixtures("x64")
 

@@ -4,7 +4,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lrnn import lru, model
+from lrnn.layers import lru
+from lrnn import model
 
 
 def _cfg(**kw):

@@ -1,4 +1,4 @@
-"""lrnn.ornn against a naive float64 NumPy transcription of the oRNN (oRNN eqs. 6–9 for W,
+"""lrnn.layers.ornn against a naive float64 NumPy transcription of the oRNN (oRNN eqs. 6–9 for W,
 h_t = φ(W h_{t-1} + V x_t + b) with φ(z) = max(z/10, z), §5)."""
 import jax
 import jax.numpy as jnp
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from jax.test_util import check_grads
 
-from lrnn import ornn
+from lrnn.layers import ornn
 
 pytestmark = pytest.mark.usefixtures("x64")
 

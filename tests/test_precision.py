@@ -23,8 +23,8 @@ import nbformat
 import numpy as np
 import pytest
 
-from lrnn import grade as g
-from lrnn.check import _core
+from lrnn.course import grading as g
+from lrnn.course.check import _core
 from lrnn.course import exercises as ex
 from lrnn.course import precision
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import lrnn
-from lrnn import bench, layers, model
+from lrnn.training import bench
+from lrnn import layers, model
 from lrnn.training import bench_layer
 
 KEY = jax.random.PRNGKey(0)
@@ -166,4 +167,4 @@ def test_the_model_step_benchmark_has_a_row_for_every_layer(tmp_path):
     assert sweep == [(1, "dense", 1), (1, "reflections", 1), (2, "dense", 1), (2, "reflections", 1)]
     (target,) = out["model_targets"]
     assert target["measured"] == pytest.approx(rows["ornn-dense"]["step_s"] / rows["lstm"]["step_s"])
-    assert lrnn.ornn.choose_formulation(64, 4, 4, "cpu")[0] == "dense"
+    assert lrnn.layers.ornn.choose_formulation(64, 4, 4, "cpu")[0] == "dense"

@@ -1,4 +1,4 @@
-"""lrnn.rotrnn against float64 NumPy transcriptions of the RotRNN paper (Dolga et al., 2024):
+"""lrnn.layers.rotrnn against float64 NumPy transcriptions of the RotRNN paper (Dolga et al., 2024):
 Lemmas 2–3, eq. 6 with the normalisation ξ of §3.1, Theorem 1, App. B.1–B.3."""
 import math
 
@@ -10,7 +10,7 @@ import pytest
 import scipy.linalg
 from scipy import stats
 
-from lrnn import rotrnn
+from lrnn.layers import rotrnn
 
 pytestmark = pytest.mark.usefixtures("x64")
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lrnn import exercises as ex
+from lrnn.course import exercises as ex
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION_FILES = sorted((ROOT / "solutions").glob(ex.NOTEBOOK_GLOB))
@@ -102,7 +102,7 @@ import re  # noqa: E402
 import textwrap  # noqa: E402
 import tokenize  # noqa: E402
 
-from lrnn.check import exercises as registered  # noqa: E402
+from lrnn.course.check import exercises as registered  # noqa: E402
 
 #: Above this similarity of normalised token sequences, a solution counts as a copy. At commit
 #: 649d3fa it flags exercises 1.3 (0.91), 1.5, 5.1, 5.3 and 5.4 (0.61–0.68) against their

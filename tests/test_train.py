@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lrnn import experiments, model, train
+from lrnn.training import experiments, train
+from lrnn import model
 
 
 def test_lru_learns_the_adding_problem():
@@ -218,7 +219,7 @@ def _record(name, seed, best, *, suite="s", task="adding", model="lru", platform
     return {"suite": suite, "name": name, "task": task, "metric": "mse", "baseline": 0.167,
             "config": {"seed": seed, "model": model}, "device": {"platform": platform},
             "n_params": n_params, "best": {"test_mse": best}, "time_per_step_s": 0.1 * (seed + 1),
-            "command": f"python -m lrnn.train --seed {seed}",
+            "command": f"python -m lrnn train --seed {seed}",
             "curves": {"step": list(steps), "test_metric": list(curve)}}
 
 

@@ -1,4 +1,4 @@
-"""lrnn.widgets: the live widget redraws, the static HTML has one frame per grid point, bad
+"""lrnn.course.widgets: the live widget redraws, the static HTML has one frame per grid point, bad
 grids are refused with a ValueError that names the argument."""
 import base64
 import json

@@ -14,14 +14,14 @@ What the build does to each ``solutions/NN_*.ipynb`` (see ``solutions/AUTHORING.
 
 * code between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` becomes comment lines
   ``# Read: <reference>.`` and ``raise NotImplementedError("Exercise 3.2: <title>")`` at the
-  marker's indentation (title and reference from the checker registered in ``lrnn.check``;
+  marker's indentation (title and reference from the checker registered in ``lrnn.course.check``;
   every line within 100 characters); markdown
   solution regions become ``YOUR ANSWER HERE`` (nbgrader's markers and behaviour);
 * ``### BEGIN HIDDEN TESTS`` … ``### END HIDDEN TESTS`` is removed from the test cells;
 * outputs of solution cells, test cells and cells tagged ``exercise-raises`` or
   ``exercise-clear-output`` are cleared (and their ``nbval-check-output`` tag removed);
 * a cell tagged ``exercise-raises`` (a demo that calls the student's functions) is wrapped in
-  ``with lrnn.exercises.demo():``, so that "Run all" goes on to the end: while an exercise is
+  ``with lrnn.course.exercises.demo():``, so that "Run all" goes on to the end: while an exercise is
   unfinished the cell prints one line (``unfinished: exercise 1.2 …``) instead of raising;
 * every cell whose solution region is at top level is tagged ``raises-exception`` and
   ``remove-output`` (the website shows the stub but no traceback; avoid such cells: they stop
@@ -154,12 +154,12 @@ def strip_solution(source: str, *, markdown: bool, ex_id: str | None, where: str
     return "\n".join(lines), found, top_level
 
 
-DEMO_LINE = ("with lrnn.exercises.demo():  # until the exercises above are done, this cell "
+DEMO_LINE = ("with lrnn.course.exercises.demo():  # until the exercises above are done, this cell "
              "prints a note")
 
 
 def wrap_demo(source: str, where: str) -> str:
-    """The source of a demo cell, indented under ``with lrnn.exercises.demo():``.
+    """The source of a demo cell, indented under ``with lrnn.course.exercises.demo():``.
 
     Raises BuildError for what the wrapper would change: a multi-line string (its lines would
     be indented), an IPython magic or shell line, or a last statement that is an expression other
@@ -334,7 +334,7 @@ def build_notebook(nb, name: str = "notebook"):
                 ex = check.get(ex_id)
             except KeyError:
                 raise BuildError(f"{where}: no checker registered for exercise {ex_id!r} "
-                                 "(lrnn.check.chNN)") from None
+                                 "(lrnn.course.check.chNN)") from None
             points = float(meta.get("points", 0))
             if points != float(ex.points):
                 raise BuildError(f"{where}: exercise {ex_id} has points={meta.get('points')} "

@@ -1,9 +1,9 @@
 """The first cell of every notebook: what machine this is, and which problem sizes to use.
 
     import lrnn
-    env = lrnn.setup.environment()      # two plain lines: device, JAX, matmul precision
-    L = lrnn.setup.pick("sequence length", cpu=1024, gpu=16384)
-    L = lrnn.setup.size("longest sequential scan", cpu=2**15, gpu=2**21,
+    env = lrnn.course.setup.environment()      # two plain lines: device, JAX, matmul precision
+    L = lrnn.course.setup.pick("sequence length", cpu=1024, gpu=16384)
+    L = lrnn.course.setup.size("longest sequential scan", cpu=2**15, gpu=2**21,
                         bytes_per_item=16 * 256, sequential_steps_per_item=1, seconds=1.0)
 
 ``environment`` applies the course's matmul precision policy (``lrnn.course.precision``: full
@@ -234,7 +234,7 @@ def size(what: str, *, cpu: int, gpu: int, seconds: float = 1.0, bytes_per_item:
         sequential step for ``"associative"``.
       resident_bytes_per_item: bytes held in GPU memory at once per unit of size (inputs,
         outputs, temporaries), e.g. 3·8·N for a complex64 scan that keeps ``a``, ``b`` and ``x``.
-      profile: the GPU to size for (default: this one, e.g. ``lrnn.setup.T4`` to check a T4).
+      profile: the GPU to size for (default: this one, e.g. ``lrnn.course.setup.T4`` to check a T4).
 
     Returns the chosen size (an int).
     """

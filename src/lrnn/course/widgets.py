@@ -13,7 +13,7 @@ One call per figure::
         ax.set(title=f"|λ|^t for |λ| = {radius}", xlabel="time step t", ylabel="|λ|^t")
         return fig                          # return the Figure; explore() closes it
 
-    lrnn.widgets.explore(plot, {"radius": [0.9, 0.99, 1.0, 1.01], "length": [50, 200]},
+    lrnn.course.widgets.explore(plot, {"radius": [0.9, 0.99, 1.0, 1.01], "length": [50, 200]},
                          defaults={"radius": 0.99}, title="Powers of one eigenvalue",
                          caption="Move |λ| across 1: decay turns into growth.")
 
@@ -287,7 +287,7 @@ class Explorer:
             bundle = {}
         bundle["text/html"] = self.html()
         bundle["image/png"] = base64.b64encode(self.default_png).decode("ascii")
-        bundle["text/plain"] = (f"<lrnn.widgets.Explorer {self.title or ''!s}: "
+        bundle["text/plain"] = (f"<lrnn.course.widgets.Explorer {self.title or ''!s}: "
                                 f"{len(self.frames)} frames over {', '.join(self.names)}>")
         return bundle
 

@@ -15,7 +15,7 @@ def _pair(got, inputs, names):
 
 
 def random_params(rng, h, n, r_min=0.4, r_max=0.95, max_phase=2 * np.pi):
-    """LRU parameters with the layout and distributions of ``lrnn.lru.init``, drawn with
+    """LRU parameters with the layout and distributions of ``lrnn.layers.lru.init``, drawn with
     NumPy (no JAX compilation for every new shape)."""
     u1, u2 = rng.uniform(0.01, 0.99, n), rng.uniform(0.01, 0.99, n)
     nu = -0.5 * np.log(u1 * (r_max ** 2 - r_min ** 2) + r_min ** 2)
@@ -35,7 +35,7 @@ def random_params(rng, h, n, r_min=0.4, r_max=0.95, max_phase=2 * np.pi):
           reference="LRU Lemma 3.2 (the ring sampler) and §3.3 (the layer learns log ν, log θ); "
                     "chapter 2, eq. (2.2)")
 def _(fn, rng):
-    from lrnn import lru
+    from lrnn.layers import lru
     for n, r_min, r_max, max_phase in [(5, 0.4, 0.9, 2 * np.pi), (1, 0.0, 1.0, np.pi),
                                        (4, 0.9, 0.999, np.pi / 10), (3, 0.5, 0.5, 2 * np.pi)]:
         u1 = rng.uniform(0.01, 0.99, n).astype(np.float32)
@@ -102,7 +102,7 @@ def _naive_states(params, u, *, gamma=True, theta_exp=True):
           reference="LRU eq. 7 and §3.3 (the exponential parametrisation); chapter 2, "
                     "eqs. (2.3) and (2.5)")
 def _(fn, rng):
-    from lrnn import lru
+    from lrnn.layers import lru
     for lead, length, h, n in [((), 6, 2, 3), ((), 1, 1, 1), ((2,), 9, 3, 4)]:
         params = random_params(rng, h, n)
         u = randn(rng, *lead, length, h)
@@ -129,7 +129,7 @@ def _(fn, rng):
           reference="LRU §3.2 and App. A (the real part of the output, the skip D); "
                     "chapter 2, eq. (2.1)")
 def _(fn, rng):
-    from lrnn import lru
+    from lrnn.layers import lru
     for lead, length, h, n in [((), 5, 2, 3), ((3,), 7, 3, 2)]:
         params = random_params(rng, h, n)
         u = randn(rng, *lead, length, h)
@@ -181,7 +181,7 @@ def _(fn, rng):
 @exercise("2.6", points=3, title="the forward-pass blow-up (LRU Prop. 3.3)",
           reference="LRU Proposition 3.3, its proof (App. F.2) and eq. 5; chapter 2, eq. (2.4)")
 def _(fn, rng):
-    from lrnn import lru
+    from lrnn.layers import lru
     cases = [(0.4, 0.9), (0.0, 0.5), (0.9, 0.999), (0.5, 0.5), (0.99, 0.99),
              (float(np.round(rng.uniform(0.1, 0.5), 3)), float(np.round(rng.uniform(0.6, 0.95), 3)))]
     for r_min, r_max in cases:

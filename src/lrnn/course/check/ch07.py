@@ -76,7 +76,7 @@ def _(fn, rng):
 def reference_param_count(layer, d_model, d_state, n_heads=1):
     """Parameters of one LRU or RotRNN layer, from the shapes its ``init`` returns."""
     import jax
-    from lrnn import lru, rotrnn
+    from lrnn.layers import lru, rotrnn
     def init(key):
         if layer == "lru":
             return lru.init(key, d_model, d_state)

@@ -90,7 +90,7 @@ def _preload(sols, *, references: bool):
     if references:
         for name in ("lrnn.scan", "lrnn.orthogonal", "lrnn.layers.lru", "lrnn.layers.rotrnn",
                      "lrnn.layers.ornn", "lrnn.layers.lstm", "lrnn.layers.gru",
-                     "lrnn.rotlstm", "lrnn.model", "scipy.linalg"):
+                     "lrnn.model", "scipy.linalg"):
             try:
                 importlib.import_module(name)
             except ImportError:

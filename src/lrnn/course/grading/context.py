@@ -1,7 +1,7 @@
 """What the official tests see while the grader runs them in its own process.
 
 A hidden test writes ``from lrnn.course.check import forbid, count_calls`` (or the old name
-``lrnn.check``). In the grader those two names are the grader's own: entering a block records
+``lrnn.course.check``). In the grader those two names are the grader's own: entering a block records
 it on the test's :class:`~lrnn.course.grading.remote.Session`, and the calls of notebook
 functions made inside it carry the block to the kernel (counts come back with the results).
 The verdict of ``forbid`` does not rest on the kernel: entering the block checks the
@@ -17,7 +17,7 @@ import types
 from .. import check
 
 _SESSION: contextvars.ContextVar = contextvars.ContextVar("lrnn_grading_session", default=None)
-CHECK_MODULES = ("lrnn.check", "lrnn.course.check")
+CHECK_MODULES = ("lrnn.course.check", "lrnn.course.check")
 
 
 class GraderAbort(check.StopCheck):
