@@ -216,7 +216,11 @@ def hidden_states(params, u, *, scan_method="auto"):
 
 def _states(params, u, bidirectional, scan_method):
     lam = eigenvalues(params)
-    bu = jnp.einsum("...lh,nh->...ln", u, normalized_B(params))
+    b = normalized_B(params)
+    # Two real products, not real u times complex B: the same numbers, and the gradient for
+    # the real u is never a complex array cast to real (JAX 0.7.2 warns about that cast).
+    bu = jax.lax.complex(jnp.einsum("...lh,nh->...ln", u, b.real),
+                         jnp.einsum("...lh,nh->...ln", u, b.imag))
     x = linear_scan(lam, bu, method=scan_method)
     if bidirectional:
         x_rev = linear_scan(lam, bu, reverse=True, method=scan_method)
