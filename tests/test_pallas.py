@@ -275,7 +275,8 @@ def as_on_an_h100(monkeypatch):
 
 
 def _triton_calls(fn, *args):
-    text = jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
+    with scan_pallas.cuda_lowering_target():
+        text = jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
     return len(re.findall(r"__gpu\$xla\.gpu\.triton", text))
 
 
@@ -323,3 +324,20 @@ def test_gradient_of_linear_scan_lowers_to_one_forward_and_one_adjoint(as_on_an_
 def test_the_capability_check(cc, ok):
     got, why = scan_pallas.capability_ok(cc)
     assert got is ok and str(cc) in why
+
+
+def test_the_cuda_lowering_target_is_an_abstract_h100():
+    """JAX >= 0.11 reads the GPU for the Triton lowering from the abstract mesh's device (else
+    the default device, a CPU here, which it refuses). Check what that lookup sees inside the
+    target, through JAX's own lookup where this version has it."""
+    if not hasattr(jax.sharding, "use_abstract_mesh"):
+        pytest.skip(f"JAX {jax.__version__} has no abstract mesh; its Triton lowering needs none")
+    with scan_pallas.cuda_lowering_target():
+        device = jax.sharding.get_abstract_mesh().abstract_device
+        assert device.device_kind == scan_pallas.LOWERING_TARGET and device.platform == "gpu"
+        try:
+            from jax._src.pallas.triton import gpu_info
+        except ImportError:                          # JAX < 0.11: falls back to sm_90 itself
+            return
+        assert gpu_info.is_gpu_device() and gpu_info.get_gpu_info().compute_capability == 90
+    assert jax.sharding.get_abstract_mesh().abstract_device is None

@@ -24,6 +24,7 @@ tests every path.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -277,6 +278,24 @@ def backward(a, x_planes, g, reverse):
 # Can the kernel run here? (for method="auto" and describe)
 # ----------------------------------------------------------------------------------------
 
+LOWERING_TARGET = "NVIDIA H100 80GB HBM3"
+
+
+def cuda_lowering_target(device_kind: str = LOWERING_TARGET):
+    """A context in which ``.lower(lowering_platforms=("cuda",))`` needs no GPU.
+
+    From JAX 0.11 the Pallas-Triton lowering reads the GPU's kind (for its compute capability)
+    from the abstract mesh's device, else from the default device, and raises "No supported
+    GPU devices found" off a GPU; earlier versions fall back to sm_90 by themselves. An
+    abstract mesh of one GPU of this kind serves both."""
+    sharding = jax.sharding
+    if not (hasattr(sharding, "AbstractDevice") and hasattr(sharding, "use_abstract_mesh")):
+        return contextlib.nullcontext()
+    device = sharding.AbstractDevice(device_kind=device_kind, num_cores=None, platform="gpu")
+    mesh = sharding.AbstractMesh((1,), ("lowering",), abstract_device=device)
+    return sharding.use_abstract_mesh(mesh)
+
+
 def _probe_lowering():
     """Lower a tiny scan (both passes, forward and adjoint) for CUDA through Pallas-Triton.
     Raises whatever the import or the lowering raises. Needs no GPU."""
@@ -288,7 +307,10 @@ def _probe_lowering():
         ap, bp = _as_planes(a, b)
         x = scan_planes(ap, bp, chunk=32, interpret=False)
         return scan_planes(ap, bp, reverse=True, x=x, chunk=32, interpret=False)
-    jax.jit(fwd_adj).trace(a, b).lower(lowering_platforms=("cuda",))
+    # On a GPU the device itself says what to lower for; off one, an abstract H100.
+    target = contextlib.nullcontext() if on_gpu() else cuda_lowering_target()
+    with target:
+        jax.jit(fwd_adj).trace(a, b).lower(lowering_platforms=("cuda",))
 
 
 def _probe_run():
