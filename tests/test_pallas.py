@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from jax import lax
 
 import lrnn
-from lrnn import bench, scan_pallas
+import lrnn.scan.pallas as scan_pallas
+from lrnn import bench
 from lrnn.scan import linear_scan, pallas_triton, pallas_tuning, sequential
 from lrnn.scan.pallas_triton import Tiles
 
