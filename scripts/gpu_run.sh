@@ -19,7 +19,8 @@ dry=0 results="" steps=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --dry-run) dry=1 ;;
-    --results) results=${2:?--results needs a folder}; shift ;;
+    --results) [ $# -ge 2 ] || { echo "gpu_run.sh: --results needs a folder" >&2; exit 2; }
+               results=$2; shift ;;
     -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     -*) echo "gpu_run.sh: unknown option $1" >&2; exit 2 ;;
     *) steps+=("$1") ;;
@@ -46,7 +47,9 @@ step_limit=${STEP_LIMIT_S:-540}                 # each command may run 600 s: le
 py=${PYTHON:-python3}
 site=${LRNN_SITE:-/tmp/lrnn-site}
 export PYTHONPATH="$root/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 MPLBACKEND=Agg
-if compgen -G "$root/.whl/*.whl" > /dev/null; then
+if [ $dry = 1 ]; then
+  echo "dry run: the carried wheels (Python 3.12) are not installed; $py's own packages are used"
+elif compgen -G "$root/.whl/*.whl" > /dev/null; then
   if [ ! -f "$site/.installed" ]; then
     "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target "$site" "$root"/.whl/*.whl && touch "$site/.installed" \
@@ -57,7 +60,7 @@ fi
 if [ $dry = 1 ]; then
   export JAX_PLATFORMS=cpu
   dev=cpu scan_args="--shapes 1x64x16 --tv-shapes 1x64x16 --repeats 1"
-  layer_args="--d-model 8 --d-state 8 --batch 1 --length 32 --models none --repeats 1"
+  layer_args="--d-model 8 --d-state 16 --heads 2 --batch 1 --length 32 --models none --repeats 1"
   doctor_args="--quick --skip gpu"
   train_args="smoke"
 else
