@@ -89,7 +89,13 @@ PY
 
 pack() {
   [ -n "${OUT:-}" ] || return 0
-  tar czf "$OUT/.gpu-results.tgz.tmp" -C "$results" . && mv "$OUT/.gpu-results.tgz.tmp" "$OUT/gpu-results.tgz"
+  local tmp="$OUT/.gpu-results.tgz.tmp"
+  tar czf "$tmp" -C "$results" . || return 1
+  if [ "$(stat -c %s "$tmp")" -gt $((15 * 1048576)) ]; then   # $OUT returns files up to 16 MiB
+    echo "note: results with checkpoints exceed 15 MiB; packed without checkpoints/"
+    tar czf "$tmp" --exclude=./checkpoints -C "$results" . || return 1
+  fi
+  mv "$tmp" "$OUT/gpu-results.tgz"
 }
 
 status=0
@@ -115,7 +121,7 @@ for s in "${steps[@]}"; do
     layer) step layer "$py" -m lrnn bench layer --device $dev $layer_args --out "$R/bench_layer_$dev.json" ;;
     targets) step targets "$py" -m lrnn bench targets --scan "$R/bench_scan_$dev.json" --layer "$R/bench_layer_$dev.json" --out "$R/targets_$dev.md" ;;
     doctor) step doctor "$py" -m lrnn doctor $doctor_args --out-dir "$R" ;;
-    train) step train "$py" -m lrnn experiments run $train_args --out "$R/results" --checkpoint-dir "${LRNN_CHECKPOINTS:-/tmp/lrnn-gpu-checkpoints}" --no-progress ;;
+    train) step train "$py" -m lrnn experiments run $train_args --out "$R/results" --checkpoint-dir "$R/checkpoints" --no-progress ;;
     train-targets) step train-targets "$py" -m lrnn experiments targets --dir "$R/results" ;;
   esac
 done
