@@ -3,6 +3,7 @@ lowering (no GPU needed), and what ``method="auto"`` picks on a GPU.
 
 Interpret mode compiles slowly, so each test jits one function that covers several paths
 (directions, one pass and chunked passes, the unrolled tail, prefetch) and sizes are tiny."""
+import dataclasses
 import re
 import warnings
 
@@ -342,3 +343,55 @@ def test_the_cuda_lowering_target_is_an_abstract_h100():
             return
         assert gpu_info.is_gpu_device() and gpu_info.get_gpu_info().compute_capability == 90
     assert jax.sharding.get_abstract_mesh().abstract_device is None
+
+
+# ----------------------------------------------------------------------------------------
+# Guards: 32-bit offsets, and the register budget per tile
+# ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,ok", [((1, 2**21, 1023), True), ((1, 2**21, 1024), False),
+                                      ((2**31 - 1, 1, 1), True), ((3, 1 << 20, 1 << 10), False)])
+def test_planes_of_2_31_elements_are_refused_from_the_shape_alone(shape, ok):
+    if ok:
+        scan_pallas.check_plane_size(shape)
+    else:
+        with pytest.raises(ValueError, match=r"`b`.*2\*\*31 - 1.*32-bit"):
+            scan_pallas.check_plane_size(shape)
+
+
+def test_the_entry_point_refuses_a_huge_plane_without_allocating_it():
+    b = jax.ShapeDtypeStruct((2, 2**20, 1000), jnp.float32)   # N = 1000 pads to 1024: 2**31
+    with pytest.raises(ValueError, match=r"\(2, 1048576, 1024\)"):
+        jax.eval_shape(lambda b: scan_pallas.pallas_scan(jnp.ones(1000), b), b)
+
+
+def test_register_estimate_matches_the_measured_adjoint_and_predicts_spills():
+    heavy = "tv-complex"
+    at16 = pallas_tuning.registers(Tiles(32, 16, prefetch=True), heavy, adjoint=True)
+    assert 226 <= at16 <= 235                      # ptxas, sm_90 (issue 23)
+    assert pallas_tuning.registers(Tiles(32, 32, prefetch=True), heavy, True) > 255
+    # fewer live values need fewer registers; a warp per 32 channels, one channel per thread
+    assert (pallas_tuning.registers(Tiles(32, 16), "ti-real", False)
+            < pallas_tuning.registers(Tiles(32, 16), heavy, False) < at16)
+    assert pallas_tuning.registers(Tiles(64, 16), "ti-real", False) > \
+        pallas_tuning.registers(Tiles(64, 16, warps=2), "ti-real", False)
+
+
+@pytest.mark.parametrize("kind", pallas_tuning.KEYS)
+def test_table_tiles_are_shrunk_to_the_register_budget(kind):
+    k = kind[0]
+    for adjoint in (False, True):
+        wanted = Tiles(32, 64, prefetch=True)
+        fitted = pallas_tuning.fit_registers(wanted, k, adjoint)
+        assert pallas_tuning.registers(fitted, k, adjoint) <= pallas_tuning.MAX_REGISTERS
+        if fitted != wanted:                        # shrunk no further than needed
+            bigger = dataclasses.replace(fitted, unroll=fitted.unroll * 2)
+            assert pallas_tuning.registers(bigger, k, adjoint) > pallas_tuning.MAX_REGISTERS
+    assert pallas_tuning.fit_registers(Tiles(32, 32, prefetch=True), "tv-complex", True) == \
+        Tiles(32, 16, prefetch=True)
+    for cc in ("9.0", None):
+        for lanes in (1024, 1 << 20):
+            for adjoint in (False, True):
+                p = scan_pallas.plan(lanes // 256, 4096, 256, kind=k, capability=cc,
+                                     adjoint=adjoint)
+                assert pallas_tuning.registers(p.tiles, k, adjoint) <= 255

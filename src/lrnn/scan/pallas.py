@@ -85,14 +85,16 @@ class Plan:
 
 
 def plan(g: int, length: int, n: int, *, kind: str = "ti-complex", capability=None,
-         tiles: Tiles | None = None, chunk: int | None = None) -> Plan:
+         tiles: Tiles | None = None, chunk: int | None = None, adjoint: bool = False) -> Plan:
     """How to cut ``G`` sequences of ``L`` steps and ``N`` channels into programs.
 
-    ``tiles`` and ``chunk`` override the table (``chunk >= L`` means one pass)."""
+    ``tiles`` and ``chunk`` override the table (``chunk >= L`` means one pass). The table's
+    tiles are shrunk to the register budget (``pallas_tuning.fit_registers``); given tiles are
+    kept as they are, so that a sweep can measure what spills."""
     if capability is None and on_gpu():
         capability = device_capability()
     table_tiles, gen = pallas_tuning.lookup(capability, kind, g * n)
-    tiles = tiles or table_tiles
+    tiles = tiles or pallas_tuning.fit_registers(table_tiles, kind, adjoint)
     bn = min(tiles.block_n, _next_pow2(n))
     if bn & (bn - 1):
         fail("block_n", tiles.block_n, "a power of two (GPU vector width)")
@@ -106,6 +108,21 @@ def plan(g: int, length: int, n: int, *, kind: str = "ti-complex", capability=No
         chunk = -(-chunk // tiles.unroll) * tiles.unroll     # whole unrolled blocks per chunk
     chunk = max(1, min(int(chunk), length))
     return Plan(tiles, chunk, -(-length // chunk), n_pad, gen.name)
+
+
+#: the kernel addresses a plane with 32-bit offsets (Pallas-Triton's index arithmetic)
+MAX_PLANE_ELEMENTS = 2**31 - 1
+
+
+def check_plane_size(shape) -> None:
+    """A clear error, before any tracing, for a plane the kernel's int32 offsets cannot reach.
+    ``shape`` is the padded plane ``(G, L, N_pad)``; only the shape is read."""
+    size = math.prod(int(d) for d in shape)
+    if size > MAX_PLANE_ELEMENTS:
+        fail("b", f"planes of shape {tuple(int(d) for d in shape)} ({size} elements with N "
+                  f"padded)", f"at most 2**31 - 1 = {MAX_PLANE_ELEMENTS} elements per plane for "
+             "method='pallas' (the kernel's offsets are 32-bit); split the batch into calls, or "
+             "use method='associative'")
 
 
 # ----------------------------------------------------------------------------------------
@@ -163,9 +180,11 @@ def scan_planes(a, b, *, reverse=False, x=None, tiles=None, chunk=None, interpre
     varying = a[0].ndim == 3
     g, length, n = b[0].shape
     kind = pallas_tuning.kind(varying, max(ka, k) == 2)
-    p = plan(g, length, n, kind=kind, capability=capability, tiles=tiles, chunk=chunk)
-    io = b[0].dtype
     adjoint = x is not None
+    p = plan(g, length, n, kind=kind, capability=capability, tiles=tiles, chunk=chunk,
+             adjoint=adjoint)
+    check_plane_size((g, length, p.n_pad))
+    io = b[0].dtype
 
     def pad(v, fill=0.0):
         return v if p.n_pad == n else jnp.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, p.n_pad - n)],
