@@ -395,3 +395,47 @@ def test_table_tiles_are_shrunk_to_the_register_budget(kind):
                 p = scan_pallas.plan(lanes // 256, 4096, 256, kind=k, capability=cc,
                                      adjoint=adjoint)
                 assert pallas_tuning.registers(p.tiles, k, adjoint) <= 255
+
+
+def test_lowering_survives_a_0_11_style_gpu_lookup(monkeypatch):
+    """Without JAX >= 0.11 here, its lookup is emulated on the older lowering: the GPU comes
+    from the abstract mesh's device or the lowering fails hard (0.11 raises instead of falling
+    back to sm_90). The kernel must lower inside ``cuda_lowering_target`` and only there."""
+    try:
+        from jax._src.pallas.triton import gpu_info            # noqa: F401
+        pytest.skip(f"JAX {jax.__version__} has the real lookup (tested by the test above)")
+    except ImportError:
+        pass
+    try:
+        from jax._src.pallas.triton import pallas_call_registration as reg
+    except ImportError:
+        pytest.skip(f"JAX {jax.__version__}: no Pallas-Triton registration module to emulate on")
+    if not hasattr(jax.sharding, "use_abstract_mesh"):
+        pytest.skip(f"JAX {jax.__version__} has no abstract mesh")
+
+    class Seen:
+        compute_capability = "9.0"
+
+    def like_0_11(*args, **kwargs):
+        device = jax.sharding.get_abstract_mesh().abstract_device
+        if device is not None and device.platform == "gpu" and "H100" in device.device_kind:
+            return [Seen()]
+        raise AssertionError("No supported GPU devices found, please specify an abstract GPU "
+                             "device")
+    monkeypatch.setattr(reg.jax, "local_devices", like_0_11)
+    a = jnp.full((16,), 0.9 + 0.1j, jnp.complex64)
+    b = jax.ShapeDtypeStruct((1, 64, 16), jnp.complex64)
+
+    def forward_and_adjoint(a, b):                   # the GPU code, not interpret mode
+        a_p, b_p = scan_pallas._as_planes(a, b)
+        x = scan_pallas.scan_planes(a_p, b_p, interpret=False, capability="9.0")
+        return scan_pallas.scan_planes(a_p, b_p, reverse=True, x=x, interpret=False,
+                                       capability="9.0")
+
+    def lower():
+        return jax.jit(forward_and_adjoint).trace(a, b).lower(lowering_platforms=("cuda",))
+    with pytest.raises(AssertionError, match="No supported GPU devices found"):
+        lower()
+    with scan_pallas.cuda_lowering_target():     # the trace records the abstract mesh
+        assert "__gpu$xla.gpu.triton" in lower().as_text()
+    scan_pallas._probe_lowering()                  # off a GPU it lowers inside the target

@@ -306,7 +306,8 @@ def cuda_lowering_target(device_kind: str = LOWERING_TARGET):
     From JAX 0.11 the Pallas-Triton lowering reads the GPU's kind (for its compute capability)
     from the abstract mesh's device, else from the default device, and raises "No supported
     GPU devices found" off a GPU; earlier versions fall back to sm_90 by themselves. An
-    abstract mesh of one GPU of this kind serves both."""
+    abstract mesh of one GPU of this kind serves both. Trace and lower inside it: the trace
+    records the abstract mesh, and the lowering reads it from there."""
     sharding = jax.sharding
     if not (hasattr(sharding, "AbstractDevice") and hasattr(sharding, "use_abstract_mesh")):
         return contextlib.nullcontext()
