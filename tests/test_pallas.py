@@ -334,6 +334,9 @@ def test_the_cuda_lowering_target_is_an_abstract_h100():
     target, through JAX's own lookup where this version has it."""
     if not hasattr(jax.sharding, "use_abstract_mesh"):
         pytest.skip(f"JAX {jax.__version__} has no abstract mesh; its Triton lowering needs none")
+    if "platform" not in {f.name for f in dataclasses.fields(jax.sharding.AbstractDevice)}:
+        pytest.skip(f"JAX {jax.__version__}: abstract devices have no platform and its Triton "
+                    "lowering falls back to sm_90 without one")
     with scan_pallas.cuda_lowering_target():
         device = jax.sharding.get_abstract_mesh().abstract_device
         assert device.device_kind == scan_pallas.LOWERING_TARGET and device.platform == "gpu"
@@ -410,8 +413,9 @@ def test_lowering_survives_a_0_11_style_gpu_lookup(monkeypatch):
         from jax._src.pallas.triton import pallas_call_registration as reg
     except ImportError:
         pytest.skip(f"JAX {jax.__version__}: no Pallas-Triton registration module to emulate on")
-    if not hasattr(jax.sharding, "use_abstract_mesh"):
-        pytest.skip(f"JAX {jax.__version__} has no abstract mesh")
+    if not hasattr(jax.sharding, "use_abstract_mesh") or "platform" not in {
+            f.name for f in dataclasses.fields(jax.sharding.AbstractDevice)}:
+        pytest.skip(f"JAX {jax.__version__} has no abstract GPU device to emulate 0.11 with")
 
     class Seen:
         compute_capability = "9.0"

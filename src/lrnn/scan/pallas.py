@@ -311,7 +311,11 @@ def cuda_lowering_target(device_kind: str = LOWERING_TARGET):
     sharding = jax.sharding
     if not (hasattr(sharding, "AbstractDevice") and hasattr(sharding, "use_abstract_mesh")):
         return contextlib.nullcontext()
-    device = sharding.AbstractDevice(device_kind=device_kind, num_cores=None, platform="gpu")
+    try:
+        device = sharding.AbstractDevice(device_kind=device_kind, num_cores=None,
+                                         platform="gpu")
+    except TypeError:                  # JAX < 0.8: no platform, and no GPU lookup to satisfy
+        return contextlib.nullcontext()
     mesh = sharding.AbstractMesh((1,), ("lowering",), abstract_device=device)
     return sharding.use_abstract_mesh(mesh)
 
