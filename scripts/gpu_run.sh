@@ -8,7 +8,8 @@
 #
 #     LRNN_COMMIT=<sha> bash scripts/gpu_run.sh [--results DIR] [--dry-run] [STEP ...]
 #
-# STEP: env scan layer targets doctor train train-targets (default: all, in this order).
+# STEP: env scan layer targets doctor-library doctor-grading doctor-notebooks train train-targets
+# (default: all, in this order).
 # --dry-run: every step on this CPU at the smallest sizes (JAX_PLATFORMS=cpu), to check that each
 # one starts and writes where it should. A .gpu-results.tgz in the tree (carried) is unpacked
 # into an empty results folder first, to resume on a fresh machine.
@@ -21,13 +22,13 @@ while [ $# -gt 0 ]; do
     --dry-run) dry=1 ;;
     --results) [ $# -ge 2 ] || { echo "gpu_run.sh: --results needs a folder" >&2; exit 2; }
                results=$2; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     -*) echo "gpu_run.sh: unknown option $1" >&2; exit 2 ;;
     *) steps+=("$1") ;;
   esac
   shift
 done
-all=(env scan layer targets doctor train train-targets)
+all=(env scan layer targets doctor-library doctor-grading doctor-notebooks train train-targets)
 [ ${#steps[@]} -eq 0 ] && steps=("${all[@]}")
 for s in "${steps[@]}"; do
   case " ${all[*]} " in *" $s "*) ;; *) echo "gpu_run.sh: unknown step '$s' (one of: ${all[*]})" >&2; exit 2 ;; esac
@@ -61,7 +62,7 @@ if [ $dry = 1 ]; then
   export JAX_PLATFORMS=cpu
   dev=cpu scan_args="--shapes 1x64x16 --tv-shapes 1x64x16 --repeats 1"
   layer_args="--d-model 8 --d-state 16 --heads 2 --batch 1 --length 32 --models none --repeats 1"
-  doctor_args="--quick --skip gpu"
+  doctor_args="--quick"
   train_args="smoke"
 else
   dev=gpu scan_args="--repeats 20" layer_args="--construction" doctor_args="" train_args="gpu-targets"
@@ -107,7 +108,8 @@ step() {  # name command...
   timeout "$step_limit" "$@" > "$results/$name.log" 2>&1; rc=$?
   meta "$name" "$rc" "$((SECONDS - t0))" "$@"
   if [ $rc = 0 ]; then touch "$results/$name.done"; else
-    status=1; echo "! $name failed (rc $rc${rc/124/, over ${step_limit} s}); tail of $results/$name.log:"
+    status=1; local why=""; [ $rc = 124 ] && why=", stopped at ${step_limit} s"
+    echo "! $name failed (rc $rc$why); tail of $results/$name.log:"
     tail -5 "$results/$name.log"
   fi
   pack
@@ -120,7 +122,10 @@ for s in "${steps[@]}"; do
     scan) step scan "$py" -m lrnn bench scan --device $dev $scan_args --out "$R/bench_scan_$dev.json" --targets-md "$R/scan_targets_$dev.md" ;;
     layer) step layer "$py" -m lrnn bench layer --device $dev $layer_args --out "$R/bench_layer_$dev.json" ;;
     targets) step targets "$py" -m lrnn bench targets --scan "$R/bench_scan_$dev.json" --layer "$R/bench_layer_$dev.json" --out "$R/targets_$dev.md" ;;
-    doctor) step doctor "$py" -m lrnn doctor $doctor_args --out-dir "$R" ;;
+    # the doctor in three parts, each under the step limit, each with its own report folder
+    doctor-library) mkdir -p "$R/$s" && step $s "$py" -m lrnn doctor $doctor_args --skip grading notebooks --out-dir "$R/$s" ;;
+    doctor-grading) mkdir -p "$R/$s" && step $s "$py" -m lrnn doctor $doctor_args --skip library notebooks gpu --out-dir "$R/$s" ;;
+    doctor-notebooks) mkdir -p "$R/$s" && step $s "$py" -m lrnn doctor $doctor_args --skip library grading gpu --out-dir "$R/$s" ;;
     train) step train "$py" -m lrnn experiments run $train_args --out "$R/results" --checkpoint-dir "$R/checkpoints" --no-progress ;;
     train-targets) step train-targets "$py" -m lrnn experiments targets --dir "$R/results" ;;
   esac
