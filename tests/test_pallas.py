@@ -3,6 +3,7 @@ lowering (no GPU needed), and what ``method="auto"`` picks on a GPU.
 
 Interpret mode compiles slowly, so each test jits one function that covers several paths
 (directions, one pass and chunked passes, the unrolled tail, prefetch) and sizes are tiny."""
+import dataclasses
 import re
 import warnings
 
@@ -15,8 +16,8 @@ from hypothesis import strategies as st
 from jax import lax
 
 import lrnn
+import lrnn.scan.pallas as scan_pallas
 from lrnn.training import bench
-from lrnn.scan import pallas as scan_pallas
 from lrnn.scan import linear_scan, pallas_triton, pallas_tuning, sequential
 from lrnn.scan.pallas_triton import Tiles
 
@@ -276,7 +277,8 @@ def as_on_an_h100(monkeypatch):
 
 
 def _triton_calls(fn, *args):
-    text = jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
+    with scan_pallas.cuda_lowering_target():
+        text = jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
     return len(re.findall(r"__gpu\$xla\.gpu\.triton", text))
 
 
@@ -324,3 +326,120 @@ def test_gradient_of_linear_scan_lowers_to_one_forward_and_one_adjoint(as_on_an_
 def test_the_capability_check(cc, ok):
     got, why = scan_pallas.capability_ok(cc)
     assert got is ok and str(cc) in why
+
+
+def test_the_cuda_lowering_target_is_an_abstract_h100():
+    """JAX >= 0.11 reads the GPU for the Triton lowering from the abstract mesh's device (else
+    the default device, a CPU here, which it refuses). Check what that lookup sees inside the
+    target, through JAX's own lookup where this version has it."""
+    if not hasattr(jax.sharding, "use_abstract_mesh"):
+        pytest.skip(f"JAX {jax.__version__} has no abstract mesh; its Triton lowering needs none")
+    if "platform" not in {f.name for f in dataclasses.fields(jax.sharding.AbstractDevice)}:
+        pytest.skip(f"JAX {jax.__version__}: abstract devices have no platform and its Triton "
+                    "lowering falls back to sm_90 without one")
+    with scan_pallas.cuda_lowering_target():
+        device = jax.sharding.get_abstract_mesh().abstract_device
+        assert device.device_kind == scan_pallas.LOWERING_TARGET and device.platform == "gpu"
+        try:
+            from jax._src.pallas.triton import gpu_info
+        except ImportError:                          # JAX < 0.11: falls back to sm_90 itself
+            return
+        assert gpu_info.is_gpu_device() and gpu_info.get_gpu_info().compute_capability == 90
+    assert jax.sharding.get_abstract_mesh().abstract_device is None
+
+
+# ----------------------------------------------------------------------------------------
+# Guards: 32-bit offsets, and the register budget per tile
+# ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,ok", [((1, 2**21, 1023), True), ((1, 2**21, 1024), False),
+                                      ((2**31 - 1, 1, 1), True), ((3, 1 << 20, 1 << 10), False)])
+def test_planes_of_2_31_elements_are_refused_from_the_shape_alone(shape, ok):
+    if ok:
+        scan_pallas.check_plane_size(shape)
+    else:
+        with pytest.raises(ValueError, match=r"`b`.*2\*\*31 - 1.*32-bit"):
+            scan_pallas.check_plane_size(shape)
+
+
+def test_the_entry_point_refuses_a_huge_plane_without_allocating_it():
+    b = jax.ShapeDtypeStruct((2, 2**20, 1000), jnp.float32)   # N = 1000 pads to 1024: 2**31
+    with pytest.raises(ValueError, match=r"\(2, 1048576, 1024\)"):
+        jax.eval_shape(lambda b: scan_pallas.pallas_scan(jnp.ones(1000), b), b)
+
+
+def test_register_estimate_matches_the_measured_adjoint_and_predicts_spills():
+    heavy = "tv-complex"
+    at16 = pallas_tuning.registers(Tiles(32, 16, prefetch=True), heavy, adjoint=True)
+    assert 226 <= at16 <= 235                      # ptxas, sm_90 (issue 23)
+    assert pallas_tuning.registers(Tiles(32, 32, prefetch=True), heavy, True) > 255
+    # fewer live values need fewer registers; a warp per 32 channels, one channel per thread
+    assert (pallas_tuning.registers(Tiles(32, 16), "ti-real", False)
+            < pallas_tuning.registers(Tiles(32, 16), heavy, False) < at16)
+    assert pallas_tuning.registers(Tiles(64, 16), "ti-real", False) > \
+        pallas_tuning.registers(Tiles(64, 16, warps=2), "ti-real", False)
+
+
+@pytest.mark.parametrize("kind", pallas_tuning.KEYS)
+def test_table_tiles_are_shrunk_to_the_register_budget(kind):
+    k = kind[0]
+    for adjoint in (False, True):
+        wanted = Tiles(32, 64, prefetch=True)
+        fitted = pallas_tuning.fit_registers(wanted, k, adjoint)
+        assert pallas_tuning.registers(fitted, k, adjoint) <= pallas_tuning.MAX_REGISTERS
+        if fitted != wanted:                        # shrunk no further than needed
+            bigger = dataclasses.replace(fitted, unroll=fitted.unroll * 2)
+            assert pallas_tuning.registers(bigger, k, adjoint) > pallas_tuning.MAX_REGISTERS
+    assert pallas_tuning.fit_registers(Tiles(32, 32, prefetch=True), "tv-complex", True) == \
+        Tiles(32, 16, prefetch=True)
+    for cc in ("9.0", None):
+        for lanes in (1024, 1 << 20):
+            for adjoint in (False, True):
+                p = scan_pallas.plan(lanes // 256, 4096, 256, kind=k, capability=cc,
+                                     adjoint=adjoint)
+                assert pallas_tuning.registers(p.tiles, k, adjoint) <= 255
+
+
+def test_lowering_survives_a_0_11_style_gpu_lookup(monkeypatch):
+    """Without JAX >= 0.11 here, its lookup is emulated on the older lowering: the GPU comes
+    from the abstract mesh's device or the lowering fails hard (0.11 raises instead of falling
+    back to sm_90). The kernel must lower inside ``cuda_lowering_target`` and only there."""
+    try:
+        from jax._src.pallas.triton import gpu_info            # noqa: F401
+        pytest.skip(f"JAX {jax.__version__} has the real lookup (tested by the test above)")
+    except ImportError:
+        pass
+    try:
+        from jax._src.pallas.triton import pallas_call_registration as reg
+    except ImportError:
+        pytest.skip(f"JAX {jax.__version__}: no Pallas-Triton registration module to emulate on")
+    if not hasattr(jax.sharding, "use_abstract_mesh") or "platform" not in {
+            f.name for f in dataclasses.fields(jax.sharding.AbstractDevice)}:
+        pytest.skip(f"JAX {jax.__version__} has no abstract GPU device to emulate 0.11 with")
+
+    class Seen:
+        compute_capability = "9.0"
+
+    def like_0_11(*args, **kwargs):
+        device = jax.sharding.get_abstract_mesh().abstract_device
+        if device is not None and device.platform == "gpu" and "H100" in device.device_kind:
+            return [Seen()]
+        raise AssertionError("No supported GPU devices found, please specify an abstract GPU "
+                             "device")
+    monkeypatch.setattr(reg.jax, "local_devices", like_0_11)
+    a = jnp.full((16,), 0.9 + 0.1j, jnp.complex64)
+    b = jax.ShapeDtypeStruct((1, 64, 16), jnp.complex64)
+
+    def forward_and_adjoint(a, b):                   # the GPU code, not interpret mode
+        a_p, b_p = scan_pallas._as_planes(a, b)
+        x = scan_pallas.scan_planes(a_p, b_p, interpret=False, capability="9.0")
+        return scan_pallas.scan_planes(a_p, b_p, reverse=True, x=x, interpret=False,
+                                       capability="9.0")
+
+    def lower():
+        return jax.jit(forward_and_adjoint).trace(a, b).lower(lowering_platforms=("cuda",))
+    with pytest.raises(AssertionError, match="No supported GPU devices found"):
+        lower()
+    with scan_pallas.cuda_lowering_target():     # the trace records the abstract mesh
+        assert "__gpu$xla.gpu.triton" in lower().as_text()
+    scan_pallas._probe_lowering()                  # off a GPU it lowers inside the target

@@ -24,6 +24,7 @@ tests every path.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -84,14 +85,16 @@ class Plan:
 
 
 def plan(g: int, length: int, n: int, *, kind: str = "ti-complex", capability=None,
-         tiles: Tiles | None = None, chunk: int | None = None) -> Plan:
+         tiles: Tiles | None = None, chunk: int | None = None, adjoint: bool = False) -> Plan:
     """How to cut ``G`` sequences of ``L`` steps and ``N`` channels into programs.
 
-    ``tiles`` and ``chunk`` override the table (``chunk >= L`` means one pass)."""
+    ``tiles`` and ``chunk`` override the table (``chunk >= L`` means one pass). The table's
+    tiles are shrunk to the register budget (``pallas_tuning.fit_registers``); given tiles are
+    kept as they are, so that a sweep can measure what spills."""
     if capability is None and on_gpu():
         capability = device_capability()
     table_tiles, gen = pallas_tuning.lookup(capability, kind, g * n)
-    tiles = tiles or table_tiles
+    tiles = tiles or pallas_tuning.fit_registers(table_tiles, kind, adjoint)
     bn = min(tiles.block_n, _next_pow2(n))
     if bn & (bn - 1):
         fail("block_n", tiles.block_n, "a power of two (GPU vector width)")
@@ -105,6 +108,21 @@ def plan(g: int, length: int, n: int, *, kind: str = "ti-complex", capability=No
         chunk = -(-chunk // tiles.unroll) * tiles.unroll     # whole unrolled blocks per chunk
     chunk = max(1, min(int(chunk), length))
     return Plan(tiles, chunk, -(-length // chunk), n_pad, gen.name)
+
+
+#: the kernel addresses a plane with 32-bit offsets (Pallas-Triton's index arithmetic)
+MAX_PLANE_ELEMENTS = 2**31 - 1
+
+
+def check_plane_size(shape) -> None:
+    """A clear error, before any tracing, for a plane the kernel's int32 offsets cannot reach.
+    ``shape`` is the padded plane ``(G, L, N_pad)``; only the shape is read."""
+    size = math.prod(int(d) for d in shape)
+    if size > MAX_PLANE_ELEMENTS:
+        fail("b", f"planes of shape {tuple(int(d) for d in shape)} ({size} elements with N "
+                  f"padded)", f"at most 2**31 - 1 = {MAX_PLANE_ELEMENTS} elements per plane for "
+             "method='pallas' (the kernel's offsets are 32-bit); split the batch into calls, or "
+             "use method='associative'")
 
 
 # ----------------------------------------------------------------------------------------
@@ -162,9 +180,11 @@ def scan_planes(a, b, *, reverse=False, x=None, tiles=None, chunk=None, interpre
     varying = a[0].ndim == 3
     g, length, n = b[0].shape
     kind = pallas_tuning.kind(varying, max(ka, k) == 2)
-    p = plan(g, length, n, kind=kind, capability=capability, tiles=tiles, chunk=chunk)
-    io = b[0].dtype
     adjoint = x is not None
+    p = plan(g, length, n, kind=kind, capability=capability, tiles=tiles, chunk=chunk,
+             adjoint=adjoint)
+    check_plane_size((g, length, p.n_pad))
+    io = b[0].dtype
 
     def pad(v, fill=0.0):
         return v if p.n_pad == n else jnp.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, p.n_pad - n)],
@@ -277,6 +297,29 @@ def backward(a, x_planes, g, reverse):
 # Can the kernel run here? (for method="auto" and describe)
 # ----------------------------------------------------------------------------------------
 
+LOWERING_TARGET = "NVIDIA H100 80GB HBM3"
+
+
+def cuda_lowering_target(device_kind: str = LOWERING_TARGET):
+    """A context in which ``.lower(lowering_platforms=("cuda",))`` needs no GPU.
+
+    From JAX 0.11 the Pallas-Triton lowering reads the GPU's kind (for its compute capability)
+    from the abstract mesh's device, else from the default device, and raises "No supported
+    GPU devices found" off a GPU; earlier versions fall back to sm_90 by themselves. An
+    abstract mesh of one GPU of this kind serves both. Trace and lower inside it: the trace
+    records the abstract mesh, and the lowering reads it from there."""
+    sharding = jax.sharding
+    if not (hasattr(sharding, "AbstractDevice") and hasattr(sharding, "use_abstract_mesh")):
+        return contextlib.nullcontext()
+    try:
+        device = sharding.AbstractDevice(device_kind=device_kind, num_cores=None,
+                                         platform="gpu")
+    except TypeError:                  # JAX < 0.8: no platform, and no GPU lookup to satisfy
+        return contextlib.nullcontext()
+    mesh = sharding.AbstractMesh((1,), ("lowering",), abstract_device=device)
+    return sharding.use_abstract_mesh(mesh)
+
+
 def _probe_lowering():
     """Lower a tiny scan (both passes, forward and adjoint) for CUDA through Pallas-Triton.
     Raises whatever the import or the lowering raises. Needs no GPU."""
@@ -288,7 +331,10 @@ def _probe_lowering():
         ap, bp = _as_planes(a, b)
         x = scan_planes(ap, bp, chunk=32, interpret=False)
         return scan_planes(ap, bp, reverse=True, x=x, chunk=32, interpret=False)
-    jax.jit(fwd_adj).trace(a, b).lower(lowering_platforms=("cuda",))
+    # On a GPU the device itself says what to lower for; off one, an abstract H100.
+    target = contextlib.nullcontext() if on_gpu() else cuda_lowering_target()
+    with target:
+        jax.jit(fwd_adj).trace(a, b).lower(lowering_platforms=("cuda",))
 
 
 def _probe_run():

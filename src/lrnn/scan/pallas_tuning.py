@@ -102,3 +102,42 @@ def pallas_wins(compute_capability: str, dtype, shape, time_varying: bool) -> tu
         return False, (f"{lanes} sequences × channels < {gen.auto_real_min_lanes}: too few for "
                        "one pass to fill the GPU, and the chunked passes are not measured yet")
     return True, gen.evidence
+
+
+# ----------------------------------------------------------------------------------------
+# Register budget per tile
+# ----------------------------------------------------------------------------------------
+
+#: registers a thread may hold before spilling (NVIDIA: 255 per thread since Kepler)
+MAX_REGISTERS = 255
+#: addresses, carries, loop counters and masks: what a thread holds besides the unrolled rows.
+#: Calibrated with the figure in issue 23 (ptxas on sm_90 for the adjoint with prefetch: 226-235
+#: registers at U = 16), read as the heaviest kind: time-varying complex, 6 values a row.
+BASE_REGISTERS = 38
+
+
+def values_per_row(kind_: str, adjoint: bool) -> int:
+    """Float32 values one row brings into registers per channel: the planes of b (or of the
+    cotangent and of x for the adjoint) and, for a time-varying a, the planes of a."""
+    planes = 2 if kind_.endswith("complex") else 1
+    return planes * (2 if adjoint else 1) + (planes if kind_.startswith("tv") else 0)
+
+
+def registers(tiles: Tiles, kind_: str, adjoint: bool) -> int:
+    """Estimated registers per thread: the unrolled rows in flight (twice with prefetch: the
+    block in use and the next one), per channel a thread owns, plus the fixed part."""
+    channels = max(1, tiles.block_n // (32 * tiles.warps))
+    rows = tiles.unroll * (2 if tiles.prefetch else 1)
+    return BASE_REGISTERS + rows * channels * values_per_row(kind_, adjoint)
+
+
+def fit_registers(tiles: Tiles, kind_: str, adjoint: bool) -> Tiles:
+    """``tiles`` with the unroll halved (then prefetch dropped) until it fits the budget."""
+    while registers(tiles, kind_, adjoint) > MAX_REGISTERS:
+        if tiles.unroll > 1:
+            tiles = dataclasses.replace(tiles, unroll=tiles.unroll // 2)
+        elif tiles.prefetch:
+            tiles = dataclasses.replace(tiles, prefetch=False)
+        else:
+            break                              # one row of one channel: nothing left to shrink
+    return tiles
