@@ -18,8 +18,8 @@ SRC = ROOT / "src" / "lrnn"
 #: (part, module path patterns relative to src/lrnn), first match wins.
 PARTS = (
     ("peers", ("training/bench_peers.py",)),
-    ("grading", ("course/grade.py", "course/sandbox.py", "course/harness.py", "course/wire.py",
-                 "course/remote.py", "course/doctor.py", "course/exercises.py",
+    ("grading", ("course/grade.py", "course/grading/*.py", "course/doctor.py",
+                 "course/exercises.py",
                  "course/colab.py")),
     ("notebooks", ("training/*.py", "course/*.py", "course/check/*.py")),
     ("base", ("*.py", "scan/*.py", "layers/*.py")),
