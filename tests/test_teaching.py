@@ -302,3 +302,45 @@ def test_the_lru_paper_is_cited_with_its_own_numbering():
         for wrong in ("LRU Lemma 2", "LRU Theorem 1", "LRU Prop. 3)", "LRU Prop. 3 ",
                       "LRU Proposition 3 ", "LRU Proposition 3,", "Lemma 2 in the arXiv"):
             assert wrong not in text, f"{path.name}: {wrong!r}"
+
+
+# --------------------------------------------------------------------------------------
+# Issue 24: every problem and Think! prompt of the book has an answer a self-learner can open
+# --------------------------------------------------------------------------------------
+
+import re  # noqa: E402
+
+BOOK_FILES = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+PROMPT = re.compile(r"\*\*Think!\*\*|\*Think:\*|^## (Problems|Two warm-up problems)", re.M)
+
+
+def is_answer(cell):
+    src = cell.source if isinstance(cell.source, str) else "".join(cell.source)
+    return (cell.cell_type == "markdown" and src.startswith("```{admonition} Answer")
+            and ":class: dropdown" in src.splitlines()[1] and src.rstrip().endswith("```")
+            and len(src) > 120)
+
+
+def prompts_without_answers(nb):
+    cells = nb.cells
+    return [i for i, c in enumerate(cells)
+            if c.cell_type == "markdown" and PROMPT.search(c.source)
+            and not (i + 1 < len(cells) and is_answer(cells[i + 1]))]
+
+
+@pytest.mark.parametrize("path", BOOK_FILES, ids=[p.stem for p in BOOK_FILES])
+def test_every_problem_and_think_prompt_is_followed_by_an_answer(path):
+    nb = read(path)
+    assert not prompts_without_answers(nb), (
+        f"{path.name}: cells {prompts_without_answers(nb)} ask a question (Think! or Problems) "
+        "and are not followed by a collapsed answer cell (```{admonition} Answer / :class: dropdown)")
+
+
+def test_the_answer_check_can_fail():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("**Think!** Why?"),
+                nbformat.v4.new_markdown_cell("Because.")]
+    assert prompts_without_answers(nb) == [0]
+    nb.cells[1] = nbformat.v4.new_markdown_cell(
+        "```{admonition} Answer\n:class: dropdown\n\n" + "A specific answer. " * 8 + "\n```")
+    assert prompts_without_answers(nb) == []
