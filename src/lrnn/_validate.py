@@ -35,12 +35,6 @@ def require_ndim_at_least(name: str, x, ndim: int, layout: str):
         fail(name, x, f"at least {ndim} dimensions laid out as {layout}")
 
 
-def require_shape(name: str, x, shape: tuple, layout: str = ""):
-    if tuple(np.shape(x)) != tuple(shape):
-        hint = f" ({layout})" if layout else ""
-        fail(name, x, f"shape {tuple(shape)}{hint}")
-
-
 def require_choice(name: str, value, choices):
     """``value`` is one of ``choices`` (by equality and type: ``1`` is not ``True``, and an
     array or a list is never a choice)."""
@@ -81,18 +75,6 @@ def require_real_params(name: str, params, keys):
 def require_positive_int(name: str, value):
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value <= 0:
         raise ValueError(f"`{name}`: got {value!r}, expected a positive integer.")
-
-
-def require_even(name: str, value, what: str = ""):
-    if value % 2:
-        raise ValueError(f"`{name}`: got {value!r}, expected an even number{what}.")
-
-
-def require_interval(name: str, value, low: float, high: float, *, closed: bool = True):
-    ok = (low <= value <= high) if closed else (low < value < high)
-    if not ok or not np.isfinite(value):
-        brackets = f"[{low}, {high}]" if closed else f"({low}, {high})"
-        raise ValueError(f"`{name}`: got {value!r}, expected a number in {brackets}.")
 
 
 def require_real(name: str, value) -> float:

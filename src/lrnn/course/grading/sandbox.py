@@ -662,10 +662,7 @@ def choose(mode: str = "auto", **kwargs) -> Sandbox:
     elif "bwrap" not in bwrap_features():
         why = "bubblewrap (bwrap) is not installed"
     else:
-        try:
-            lay = layout(kwargs.get("hidden", ()), kwargs.get("extra", ()))
-        except SandboxError:
-            raise
+        lay = layout(kwargs.get("hidden", ()), kwargs.get("extra", ()))
         tmp_mb = kwargs.get("tmp_mb", DEFAULT_TMP_MB)
         problem = _bwrap_works(tuple(bwrap_args(lay, tmp_mb=tmp_mb)))
         if problem and os.geteuid() == 0:
