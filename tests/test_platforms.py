@@ -78,7 +78,7 @@ RESULTS_SCHEMA = {
 def slim(path):
     nb = nbformat.read(path, as_version=4)
     nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader") or
-                (c.cell_type == "code" and "from lrnn.check import check" in c.source)]
+                (c.cell_type == "code" and "from lrnn.course.check import check" in c.source)]
     return nb
 
 
