@@ -354,6 +354,8 @@ def test_build_command_line_arguments(tmp_path, capsys):
     (["--layer", "lstm", "--bidirectional"], "`?-?-?bidirectional`?"),
     (["--layer", "lru", "--n-reflections", "3"], "--n-reflections does not apply"),
     (["--layer", "lru", "--activation", "oplu"], "--activation does not apply"),
+    (["--layer", "lru", "--forget-bias", "5"], "--forget-bias does not apply to --layer lru"),
+    (["--layer", "lstm", "--forget-bias", "nan"], "`forget_bias`: got nan"),
     (["--scan-method", "nosuch"], "`scan_method`: got 'nosuch'"),
     (["--r-min", "2"], "`r_min`: got 2.0"),
     (["--dropout", "1.5"], "`dropout`"), (["--dropout", "nan"], "`dropout`"),

@@ -54,3 +54,45 @@ def test_float32_and_integer_inputs(rng):
     h = lstm.apply(p, np.arange(10).reshape(5, 2))              # integers: converted to float
     assert h.dtype == jnp.float32 and h.shape == (5, 4)
     np.testing.assert_allclose(h, lstm.apply(p, np.arange(10.0).reshape(5, 2)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("rotate", [True, False])
+def test_forget_bias_sets_b_f_only(rotate):
+    """``forget_bias`` (the oRNN paper's LSTM baseline uses 5, oRNN §5) moves ``b_f`` and
+    nothing else: same weights, same other biases as the default initialisation."""
+    key = jax.random.PRNGKey(3)
+    default = lstm.init(key, 3, 4, rotate=rotate)
+    opened = lstm.init(key, 3, 4, rotate=rotate, forget_bias=5)
+    np.testing.assert_array_equal(default["b_f"], np.ones(4))
+    np.testing.assert_array_equal(opened["b_f"], np.full(4, 5.0))
+    for k in default:
+        if k != "b_f":
+            np.testing.assert_array_equal(default[k], opened[k])
+
+
+def test_forget_bias_opens_the_gate_as_sigma_predicts():
+    """With zero weights the forget gate is σ(b_f) exactly, so from c_0 = 1 and no input the cell
+    state after k steps is σ(b_f)^k (the constant-gate estimate of book chapter 7, Problem 3)."""
+    p = {k: jnp.zeros_like(v) for k, v in lstm.init(jax.random.PRNGKey(0), 1, 2, rotate=False,
+                                                     forget_bias=5.0).items()}
+    p["b_f"] = jnp.full((2,), 5.0)
+    c = jnp.ones((2,))
+    h = jnp.zeros((2,))
+    for _ in range(50):
+        (h, c), _ = lstm.cell(p, (h, c), jnp.zeros((1,)))
+    np.testing.assert_allclose(np.asarray(c), (1 / (1 + np.exp(-5.0))) ** 50, rtol=1e-10)
+
+
+@pytest.mark.parametrize("bad", [True, float("nan"), float("inf"), "5", None])
+def test_forget_bias_must_be_a_finite_number(bad):
+    with pytest.raises(ValueError, match="`forget_bias`"):
+        lstm.init(jax.random.PRNGKey(0), 2, 2, forget_bias=bad)
+
+
+def test_model_config_passes_forget_bias_to_lstm_layers_only():
+    from lrnn import model
+    cfg = model.ModelConfig(layer="rotlstm", d_input=1, d_output=1, d_model=4, d_state=4,
+                            depth=1, forget_bias=5.0)
+    params, _ = model.init(jax.random.PRNGKey(0), cfg)
+    np.testing.assert_array_equal(params["blocks"][0]["layer"]["b_f"], np.full(4, 5.0))
+    assert model.applies_to("forget_bias", "lstm") and not model.applies_to("forget_bias", "lru")

@@ -16,7 +16,8 @@ from lrnn.training import bench_layer
 KEY = jax.random.PRNGKey(0)
 OPTIONS = {"n_heads": 2, "n_reflections": 3, "r_min": 0.5, "r_max": 0.9, "max_phase": 1.0,
            "gamma_min": 0.9, "gamma_max": 0.99, "bidirectional": False,
-           "scan_method": "sequential", "formulation": "dense", "activation": "leaky_relu"}
+           "scan_method": "sequential", "formulation": "dense", "activation": "leaky_relu",
+           "forget_bias": 5.0}
 
 
 def test_the_registry_holds_every_layer_of_the_course():

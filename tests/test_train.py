@@ -132,7 +132,7 @@ OLD_FLAGS = {
     "batch_size": 32, "lr": 1e-3, "lr_factor": 1.0, "weight_decay": 0.05, "warmup_frac": 0.1,
     "clip": None, "eval_every": 100, "eval_batch": 250, "seed": 0, "checkpoint": None,
     "checkpoint_every": 0, "out": None}
-NEW_FLAGS = {"formulation": "auto", "activation": "leaky_relu"}
+NEW_FLAGS = {"formulation": "auto", "activation": "leaky_relu", "forget_bias": 1.0}
 #: A value other than the default for every flag (a valid configuration as a whole).
 OTHER_VALUES = {
     "task": "copying", "seq_len": 7, "copy_k": 3, "n_train": 50, "listops_depth": 4,
@@ -142,7 +142,8 @@ OTHER_VALUES = {
     "gamma_min": 0.8, "gamma_max": 0.95, "scan_method": "sequential", "steps": 7,
     "batch_size": 5, "lr": 0.02, "lr_factor": 0.5, "weight_decay": 0.0, "warmup_frac": 0.2,
     "clip": 2.0, "eval_every": 3, "eval_batch": 9, "seed": 4, "checkpoint": "c.npz",
-    "checkpoint_every": 2, "out": "h.json", "formulation": "dense", "activation": "oplu"}
+    "checkpoint_every": 2, "out": "h.json", "formulation": "dense", "activation": "oplu",
+    "forget_bias": 5.0}
 
 
 def test_cli_flags_are_the_same_and_each_lands_in_the_config():

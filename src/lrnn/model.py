@@ -29,7 +29,7 @@ import numpy as np
 from . import layers
 from ._validate import (fail, require_bool, require_choice, require_key, require_positive_int,
                         require_real)
-from .layers import lru, ornn, rotrnn
+from .layers import lru, lstm, ornn, rotrnn
 from .scan import available_methods
 
 NORMS = ("layer", "batch")
@@ -98,6 +98,8 @@ class ModelConfig:
     formulation: str = _f("auto", "oRNN: auto, dense (W formed once per forward pass) or "
                                   "reflections (oRNN Algorithm 1 at every step)")
     activation: str = _f("leaky_relu", "oRNN: leaky_relu (oRNN §5) or oplu (§5.5; even d_state)")
+    forget_bias: float = _f(1.0, "(Rot)LSTM: initial forget-gate bias b_f (the oRNN paper's "
+                                 "LSTM baseline uses 5)")
 
     def __post_init__(self):
         require_choice("layer", self.layer, layers.names())
@@ -114,6 +116,7 @@ class ModelConfig:
         lru.check_ring(self.r_min, self.r_max)
         lru.check_phase(self.max_phase)
         rotrnn.check_decays(self.gamma_min, self.gamma_max)
+        lstm.check_forget_bias(self.forget_bias)
         if self.n_reflections is not None:
             require_positive_int("n_reflections", self.n_reflections)
         if (self.d_input is None) == (self.vocab_size is None):

@@ -123,9 +123,10 @@ register(Layer("rotrnn", rotrnn.init, rotrnn.apply, ("M", "theta", "nu_log", "B"
 register(Layer("ornn", ornn.init, ornn.apply, ("U", "u1", "V"), _same("n_reflections"),
                _same("formulation", "activation"), paper="oRNN (Mhammedi et al. 2017)"))
 register(Layer("lstm", functools.partial(lstm.init, rotate=False), lstm.apply, _LSTM_KEYS,
-               paper="LSTM (the RotLSTM paper's baseline)"))
+               _same("forget_bias"), paper="LSTM (the RotLSTM paper's baseline)"))
 register(Layer("rotlstm", functools.partial(lstm.init, rotate=True), lstm.apply,
-               _LSTM_KEYS + ("W_rot",), paper="RotLSTM (Velici & Prügel-Bennett 2017)"))
+               _LSTM_KEYS + ("W_rot",), _same("forget_bias"),
+               paper="RotLSTM (Velici & Prügel-Bennett 2017)"))
 register(Layer("gru", functools.partial(gru.init, rotate=False), gru.apply, _GRU_KEYS,
                paper="GRU (the RotGRU baseline)"))
 register(Layer("rotgru", functools.partial(gru.init, rotate=True), gru.apply,

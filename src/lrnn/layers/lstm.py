@@ -31,23 +31,36 @@ _ORIGIN = "lrnn.layers.lstm.init"
 
 
 @renamed_keywords(d_in="d_model", d_hidden="d_state")
-def init(key, d_model: int, d_state: int, *, rotate: bool = True) -> dict:
+def init(key, d_model: int, d_state: int, *, rotate: bool = True,
+         forget_bias: float = 1.0) -> dict:
     """Parameters of a (Rot)LSTM cell.
 
     Returns a dict with ``W_f, W_i, W_o, W_c`` of shape ``(n, n + d_model)`` (columns ordered as
     ``[h_{t-1}, x_t]``, eq. 3), biases ``b_f, b_i, b_o, b_c`` of shape ``(n,)`` and, when
     ``rotate``, ``W_rot (n/2, n + d_model)`` and ``b_rot (n/2,)``. Weights are uniform in
-    ±1/sqrt(n + d_model); the forget bias starts at 1, the other biases at 0."""
+    ±1/sqrt(n + d_model); the forget bias starts at ``forget_bias`` (1 by default; the oRNN
+    paper's LSTM baseline uses 5, oRNN §5), the other biases at 0."""
     _check_sizes(key, d_model, d_state, rotate)
+    check_forget_bias(forget_bias)
     n, fan_in = d_state, d_state + d_model
     keys = jax.random.split(key, 5)
     params = {f"W_{g}": _uniform(k, (n, fan_in), fan_in) for g, k in zip(LSTM_GATES, keys)}
     params.update({f"b_{g}": jnp.zeros((n,)) for g in LSTM_GATES})
-    params["b_f"] = jnp.ones((n,))
+    params["b_f"] = jnp.full((n,), float(forget_bias))
     if rotate:
         params["W_rot"] = _uniform(keys[4], (n // 2, fan_in), fan_in)
         params["b_rot"] = jnp.zeros((n // 2,))
     return params
+
+
+def check_forget_bias(forget_bias) -> float:
+    """``forget_bias`` as a float; ValueError unless it is a finite real number. A bool is
+    refused: ``True`` is not a bias."""
+    if isinstance(forget_bias, bool) or not isinstance(forget_bias, (int, float)) \
+            or not math.isfinite(forget_bias):
+        raise ValueError(f"`forget_bias`: got {forget_bias!r}, expected a finite real number "
+                         "(the initial forget-gate bias b_f, e.g. 1 or 5).")
+    return float(forget_bias)
 
 
 def cell(params, carry, x_t):
