@@ -172,10 +172,32 @@ def test_stationary_xi_is_the_chapter_closed_form():
                           rtol=1e-6)
 
 
+def odd_even_recursion(L):
+    """Exercise 6.2's derivation: the odd–even scan combines the L // 2 adjacent pairs, scans
+    the half, then fixes up the (L + 1) // 2 - 1 remaining elements, one level each."""
+    if L < 2:
+        return 0, 0
+    work, depth = odd_even_recursion(L // 2)
+    fix = (L + 1) // 2 - 1
+    return L // 2 + fix + work, 1 + depth + (1 if fix > 0 else 0)
+
+
 def test_odd_even_work_and_depth_are_what_jax_does():
     from lrnn.course.check.ch06 import reference_work_depth
-    for L in (1, 2, 3, 7, 64, 1000, 1025, 4097):
-        assert reference_work_depth(L) == work_depth(L)
+    for L in (1, 2, 3, 5, 7, 64, 1000, 1025, 4097, 65537):
+        assert reference_work_depth(L) == work_depth(L) == odd_even_recursion(L)
+    assert odd_even_recursion(1024)[1] == 2 * math.ceil(math.log2(1024)) - 1 == 19   # book §6.1
+
+
+def test_ring_share_is_the_closed_form_of_lemma_3_2():
+    """The check's quadrature against |λ|² uniform on [r_min², r_max²] (LRU Lemma 3.2)."""
+    from lrnn.course.check.ch07 import reference_fraction
+    for r_min, r_max, T, q in [(0.0, 1.0, 100, 0.5), (0.9, 0.999, 1000, 0.5), (0.4, 0.95, 50, 0.1),
+                               (0.0, 0.9, 1000, 0.5), (0.5, 0.5, 2, 0.2), (0.5, 0.5, 2, 0.3)]:
+        r = min(max(q ** (1 / T), r_min), r_max)
+        closed = float(r_max >= q ** (1 / T)) if r_max == r_min else \
+            (r_max ** 2 - r ** 2) / (r_max ** 2 - r_min ** 2)
+        assert reference_fraction(r_min, r_max, T, q) == pytest.approx(closed, rel=1e-12, abs=1e-15)
 
 
 def test_fraction_remembering_matches_ring_init():

@@ -96,6 +96,7 @@ def test_exercise_notebooks_run_to_the_end(path):
 import ast  # noqa: E402
 import builtins  # noqa: E402
 import difflib  # noqa: E402
+import functools  # noqa: E402
 import io  # noqa: E402
 import keyword  # noqa: E402
 import re  # noqa: E402
@@ -223,6 +224,78 @@ def test_no_solution_is_printed_in_its_chapter(solution, chapter):
         if score > COPY_THRESHOLD:
             copies.append(f"{gid}: {score:.2f}")
     assert not copies, f"solutions printed nearly verbatim in {chapter.name}: {copies}"
+
+
+#: Above this similarity to a function of the installed library, a solution counts as a
+#: transcription of it: the library would be the exercise's answer key (issue 24).
+LIBRARY_THRESHOLD = 0.8
+
+
+def _body_source(source: str, node) -> str:
+    """The body of a function without its docstring, dedented."""
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    return textwrap.dedent("\n".join(ast.get_source_segment(source, b, padded=True)
+                                     for b in body))
+
+
+@functools.lru_cache(maxsize=1)
+def library_units() -> tuple:
+    """``(module:function, normalised tokens of its body)`` for every function in src/lrnn,
+    exercise checkers and their references included: a student has all of it installed."""
+    units = []
+    for path in sorted((ROOT / "src" / "lrnn").rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                tokens = normalised_tokens(_body_source(source, node))
+                if tokens:
+                    name = f"{path.relative_to(ROOT / 'src').with_suffix('')}.{node.name}"
+                    units.append((name.replace("/", "."), tokens))
+    return tuple(units)
+
+
+def library_matches(solution: str, threshold: float = LIBRARY_THRESHOLD) -> list:
+    """``(score, library function)`` for each library function whose body the solution
+    matches at ``threshold`` or more (the measure of ``copy_score``)."""
+    tokens = normalised_tokens(textwrap.dedent(solution).strip("\n"))
+    n, found = len(tokens), []
+    for name, unit in library_units():
+        windows = [unit] if len(unit) <= 2 * n else \
+            [unit[i:i + n] for i in range(0, len(unit) - n + 1, max(1, n // 4))]
+        best = 0.0
+        for window in windows:
+            matcher = difflib.SequenceMatcher(None, tokens, window, autojunk=False)
+            if matcher.real_quick_ratio() >= threshold and matcher.quick_ratio() >= threshold:
+                best = max(best, matcher.ratio())
+        if best >= threshold:
+            found.append((round(best, 2), name))
+    return sorted(found, reverse=True)
+
+
+def test_the_library_detector_catches_a_transcribed_library_function():
+    import inspect
+    from lrnn.layers import lru
+    source = textwrap.dedent(inspect.getsource(lru.apply))
+    body = _body_source(source, ast.parse(source).body[0])
+    assert library_matches(body)[0][1] == "lrnn.layers.lru.apply"
+    renamed = re.sub(r"\bparams\b", "p", body).replace("u", "inputs")
+    assert any(name == "lrnn.layers.lru.apply" for _, name in library_matches(renamed))
+    assert not library_matches(OLD_EXERCISE_1_3)        # unrelated code does not match
+
+
+@pytest.mark.parametrize("solution", SOLUTION_FILES, ids=lambda p: p.name)
+def test_no_solution_transcribes_the_library(solution):
+    """Every exercise's solution stays under 0.8 token similarity to every library function,
+    the one that computes the same thing included (the check modules' references too)."""
+    copies = []
+    for gid, body in solution_bodies(read(solution)):
+        if len(normalised_tokens(textwrap.dedent(body))) < MIN_TOKENS:
+            continue
+        copies += [f"{gid} ~ {name}: {score:.2f}" for score, name in library_matches(body)]
+    assert not copies, f"solutions that transcribe a library function: {copies}"
 
 
 _EQUATION = re.compile(r"\beqs?\.|\bEq\.|Lemma|Theorem|Prop\.|Proposition|Algorithm|§|App\.|"

@@ -47,13 +47,20 @@ def _(fn, rng):
 
 
 def reference_work_depth(L):
-    """(combines, depth) of the odd–even scan of ``jax.lax.associative_scan`` on L elements:
-    depth counts the levels (combine calls, one after another) that combine at least one pair."""
+    """(combines, depth) of ``jax.lax.associative_scan`` on L elements, measured rather than
+    derived: the scan is traced with an operator that records how many pairs each call
+    combines; depth counts the calls (they run one after another) that combine at least one."""
     if L < 2:
         return 0, 0
-    work, depth = reference_work_depth(L // 2)
-    fix = (L + 1) // 2 - 1
-    return L // 2 + fix + work, 1 + depth + (1 if fix > 0 else 0)
+    import jax
+    pairs_per_call = []
+
+    def recording_operator(left, right):
+        pairs_per_call.append(left.shape[0])
+        return left + right
+    jax.make_jaxpr(lambda x: jax.lax.associative_scan(recording_operator, x))(
+        jax.ShapeDtypeStruct((L,), np.float32))
+    return sum(pairs_per_call), sum(1 for n in pairs_per_call if n > 0)
 
 
 @exercise("6.2", points=3, title="work and depth of the odd–even scan",

@@ -31,13 +31,22 @@ def _(fn, rng):
         ])
 
 
+def _ring_area(inner, outer):
+    """∫ 2πρ dρ from ``inner`` to ``outer`` by two-point Gauss–Legendre quadrature (exact: the
+    integrand is linear in ρ)."""
+    nodes, weights = np.polynomial.legendre.leggauss(2)
+    centre, half_width = (inner + outer) / 2, (outer - inner) / 2
+    return half_width * float(np.sum(weights * 2 * np.pi * (centre + half_width * nodes)))
+
+
 def reference_fraction(r_min, r_max, T, q):
-    """P(|λ|^T ≥ q) for λ uniform (in area) on the ring r_min ≤ |λ| ≤ r_max."""
-    r_star = q ** (1.0 / T)
+    """P(|λ|^T ≥ q) for λ uniform (in area) on the ring r_min ≤ |λ| ≤ r_max: the area of the
+    part of the ring where |λ| ≥ q^(1/T), over the area of the whole ring."""
+    threshold = q ** (1.0 / T)
     if r_max == r_min:
-        return float(r_max >= r_star)
-    r = min(max(r_star, r_min), r_max)
-    return (r_max ** 2 - r ** 2) / (r_max ** 2 - r_min ** 2)
+        return float(r_max >= threshold)
+    remembering = _ring_area(float(np.clip(threshold, r_min, r_max)), r_max)
+    return remembering / _ring_area(r_min, r_max)
 
 
 @exercise("7.2", points=2, title="the share of a ring that remembers T steps",
