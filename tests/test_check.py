@@ -326,3 +326,76 @@ def test_largest_intermediate_asks_a_remote_function():
     import jax.numpy as jnp
     assert largest_intermediate(lambda x: jnp.outer(x, x), jnp.ones(5)) == 25
     assert largest_intermediate(lambda x: np.asarray(x) + 1, jnp.ones(5)) is None
+
+
+# --------------------------------------------------------------------------------------
+# The stronger hint after a repeated failure
+# --------------------------------------------------------------------------------------
+
+@pytest.fixture
+def fresh_counts(monkeypatch):
+    monkeypatch.setattr(chk._core, "FAILURES", {})
+
+
+def _wrong_operator(left, right):
+    return left[0] * right[0], left[0] * right[1] + left[1]        # right applied first
+
+
+def test_first_failure_prints_exactly_the_usual_message(capsys, fresh_counts):
+    assert check("1.1", _wrong_operator) is False
+    assert capsys.readouterr().out == run("1.1", _wrong_operator).message + "\n"
+
+
+def test_second_failure_adds_the_stronger_hint_and_a_pass_resets(capsys, fresh_counts):
+    stronger = chk.get("1.1").stronger_hint
+    check("1.1", _wrong_operator)
+    assert "Still stuck?" not in capsys.readouterr().out
+    check("1.1", _wrong_operator)
+    second = capsys.readouterr().out
+    assert second.startswith(run("1.1", _wrong_operator).message)
+    assert f"Still stuck? A stronger hint: {stronger}" in second
+    check("1.1", lambda l, r: (r[0] * l[0], r[0] * l[1] + r[1]))     # the right answer
+    check("1.1", _wrong_operator)
+    assert "Still stuck?" not in capsys.readouterr().out.split("✓")[-1]
+
+
+def test_counts_are_per_exercise(capsys, fresh_counts):
+    check("1.1", _wrong_operator)
+    check("1.5", lambda A: np.linalg.norm(A, 2))
+    out = capsys.readouterr().out
+    assert "Still stuck?" not in out
+    check("1.5", lambda A: np.linalg.norm(A, 2))
+    assert chk.get("1.5").stronger_hint in capsys.readouterr().out
+
+
+def test_not_implemented_does_not_count(capsys, fresh_counts):
+    stub = lambda A: (_ for _ in ()).throw(NotImplementedError())   # noqa: E731
+    for _ in range(3):
+        check("1.5", stub)
+    assert "Still stuck?" not in capsys.readouterr().out
+
+
+def test_quiet_counts_but_prints_nothing(capsys, fresh_counts):
+    check("1.1", _wrong_operator, quiet=True)
+    check("1.1", _wrong_operator, quiet=True)
+    assert capsys.readouterr().out == ""
+    check("1.1", _wrong_operator)
+    assert "Still stuck?" in capsys.readouterr().out
+
+
+def test_the_grader_never_shows_the_stronger_hint(monkeypatch, fresh_counts):
+    monkeypatch.setenv(chk.GRADING_ENV, "1")
+    for _ in range(2):
+        with pytest.raises(chk.ExerciseFailed) as failure:
+            check("1.1", _wrong_operator)
+        assert "Still stuck?" not in str(failure.value)
+
+
+def test_every_exercise_has_a_stronger_hint_beyond_its_first_hints():
+    exercises = chk.exercises()
+    assert len(exercises) >= 31
+    for ex_id, ex in exercises.items():
+        assert ex.stronger_hint and len(ex.stronger_hint) >= 60, ex_id
+        assert ex.stronger_hint not in ex.reference, ex_id
+    with pytest.raises(ValueError, match="`stronger_hint`: got ''"):
+        chk._core.exercise("99.9", points=1, title="t", reference="eq. 1", stronger_hint="")

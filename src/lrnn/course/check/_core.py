@@ -26,6 +26,9 @@ _GRADER: contextvars.ContextVar = contextvars.ContextVar("lrnn_check_grader", de
 
 REGISTRY: dict[str, "Exercise"] = {}
 RESULTS: dict[str, "Result"] = {}
+#: Failed checks per exercise since its last pass, in this kernel: from the second one on,
+#: ``check`` adds the exercise's stronger hint.
+FAILURES: dict[str, int] = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +39,7 @@ class Exercise:
     reference: str
     checker: Callable
     kind: str = "function"
+    stronger_hint: str | None = None
 
 
 @dataclasses.dataclass
@@ -89,20 +93,27 @@ class ExerciseFailed(AssertionError):
 # Registration
 # ---------------------------------------------------------------------------------------
 
-def exercise(id: str, *, points: float, title: str, reference: str, kind: str = "function"):
+def exercise(id: str, *, points: float, title: str, reference: str, kind: str = "function",
+             stronger_hint: str | None = None):
     """Register ``checker(answer, rng)`` for exercise ``id`` ("3.2").
 
     ``reference`` names what to read (e.g. ``"lrnn.orthogonal.rotate_pairs; RotRNN eq. 14"``);
     the exercise build puts it into the ``NotImplementedError`` stub. ``kind="value"`` for an
-    exercise whose answer is a value rather than a function (the checker gets the value)."""
+    exercise whose answer is a value rather than a function (the checker gets the value).
+    ``stronger_hint``: the key step in words, shown by ``check`` from the second failure on
+    (never by the grader); it may name the identity to use, never give the code."""
     if kind not in ("function", "value"):
         raise ValueError(f"`kind`: got {kind!r}, expected 'function' or 'value'.")
+    if stronger_hint is not None and (not isinstance(stronger_hint, str)
+                                      or not stronger_hint.strip()):
+        raise ValueError(f"`stronger_hint`: got {stronger_hint!r}, expected None or a "
+                         "non-empty text.")
 
     def register(checker):
         if id in REGISTRY and REGISTRY[id].checker.__module__ != checker.__module__:
             raise ValueError(f"exercise {id!r} is registered twice "
                              f"({REGISTRY[id].checker.__module__}, {checker.__module__})")
-        REGISTRY[id] = Exercise(id, points, title, reference, checker, kind)
+        REGISTRY[id] = Exercise(id, points, title, reference, checker, kind, stronger_hint)
         return checker
     return register
 
@@ -677,13 +688,23 @@ def check(exercise_id, answer, *, seed: int = 0, quiet: bool = False) -> bool:
     """Self-check ``answer`` for exercise ``exercise_id`` (e.g. ``check("3.2", rotate_pairs)``).
 
     Prints ``✓ …`` or the first failing input with expected and received values and a hint,
-    and returns True/False. Never raises for a mistake in ``answer``, except under the
-    autograder (environment variable ``LRNN_GRADING=1``), where a failure raises
-    ``ExerciseFailed`` so the test cell is marked as failed."""
+    and returns True/False. From the second failure of the same exercise (since its last
+    pass) on, the exercise's stronger hint follows the usual message. Never raises for a
+    mistake in ``answer``, except under the autograder (environment variable
+    ``LRNN_GRADING=1``), where a failure raises ``ExerciseFailed`` so the test cell is marked
+    as failed; the grader never shows the stronger hint."""
     result = run(exercise_id, answer, seed=seed)
     RESULTS[result.exercise] = result
+    message = result.message
+    if result.passed:
+        FAILURES.pop(result.exercise, None)
+    elif result.status in ("fail", "error") and result.exercise in REGISTRY:
+        FAILURES[result.exercise] = FAILURES.get(result.exercise, 0) + 1
+        stronger = REGISTRY[result.exercise].stronger_hint
+        if stronger and FAILURES[result.exercise] >= 2 and not grading():
+            message += f"\n  Still stuck? A stronger hint: {stronger}"
     if not quiet and not _GRADER.get():
-        print(result.message)
+        print(message)
     if grading() and not result.passed:
         raise ExerciseFailed(result.message)
     return result.passed

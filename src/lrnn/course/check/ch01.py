@@ -25,7 +25,10 @@ def _naive_scan(a, b):
 
 
 @exercise("1.1", points=2, title="the binary operator of the linear scan",
-          reference="chapter 1, eq. (1.3) (the composition of two affine steps); LRU App. A")
+          reference="chapter 1, eq. (1.3) (the composition of two affine steps); LRU App. A",
+          stronger_hint="apply the left step first, then the right one: x ↦ a_r (a_l x + b_l) + "
+                        "b_r. Expand it and read off the new multiplier (the coefficient of x) and "
+                        "the new offset (the constant term); return them as the pair (a, b).")
 def _(fn, rng):
     from lrnn.scan import binary_operator
     for shape in [(3,), (1,), (2, 4)]:
@@ -50,7 +53,12 @@ def _(fn, rng):
 
 @exercise("1.2", points=4, title="a parallel scan from the binary operator",
           reference="chapter 1, eq. (1.3) and §1.3 (Hillis–Steele: in round r, combine with "
-                    "the element 2^r steps to the left)")
+                    "the element 2^r steps to the left)",
+          stronger_hint="keep a shift s = 1, 2, 4, … below L. In each round every position t "
+                        "combines the pair s steps to its left (the *left* argument) with its own "
+                        "pair (the *right* one); positions t < s have no such neighbour, so give "
+                        "them the identity step a = 1, b = 0. After ⌈log₂ L⌉ rounds the b-part "
+                        "holds x_t.")
 def _(fn, rng):
     cases = [((5, 2), False), ((1, 3), False), ((2, 1), False), ((8, 3), True),
              ((13, 2), False), ((2, 16, 3), True), ((2, 3, 7, 2), False)]
@@ -101,7 +109,13 @@ def _chunk_join(X, G, h, L):
 
 @exercise("1.3", points=3, title="a chunked scan, parallel inside the chunks",
           reference="chapter 1, eq. (1.3) and the unrolled state eq. (1.1): the state entering "
-                    "a chunk is carried through the chunk's decays")
+                    "a chunk is carried through the chunk's decays",
+          stronger_hint="pad L up to C·T steps (a with 1, b with 0), reshape to (…, C, T, N) and "
+                        "scan every chunk from a zero state with your parallel scan. The state h_c "
+                        "entering chunk c obeys h_c = (product of chunk c−1's a) · h_{c−1} + (last "
+                        "local state of chunk c−1): a short loop over the chunks. Then add "
+                        "(running product of a inside the chunk) · h_c to each local state and cut "
+                        "the padding.")
 def _(fn, rng):
     cases = [((12, 2), 4, False), ((1, 3), 1, False), ((7, 2), 3, False), ((5, 1), 8, False),
              ((10, 3), 1, True), ((2, 13, 2), 4, True), ((2, 1, 9, 3), 2, False)]
@@ -131,7 +145,11 @@ def _(fn, rng):
 
 @exercise("1.4", points=3, title="the convolution y = K * u",
           reference="chapter 1, eqs. (1.1)–(1.2) (the causal convolution with K_j = C A^j B; "
-                    "LRU eq. 4)")
+                    "LRU eq. 4)",
+          stronger_hint="y_t = Σ_{j=0}^{t} K_j u_{t−j}: loop over the lag j, not over the time t. "
+                        "For one lag j, every output from t = j on gets u shifted j steps later, "
+                        "times K_jᵀ (K_j has shape (d_out, d_in)); the first j outputs get nothing "
+                        "from that lag.")
 def _(fn, rng):
     for lead, length, h, p in [((), 5, 2, 3), ((), 1, 1, 1), ((2,), 7, 3, 2), ((2, 2), 4, 1, 1)]:
         K = randn(rng, length, p, h)
@@ -154,7 +172,12 @@ def _(fn, rng):
 
 @exercise("1.5", points=2, title="the spectral radius from the growth of A^k",
           reference="chapter 1, §1.2 (‖A^k‖ grows or decays like ρ(A)^k) and Gelfand's "
-                    "formula ρ(A) = lim ‖A^k‖^(1/k); LRU §3.2.1")
+                    "formula ρ(A) = lim ‖A^k‖^(1/k); LRU §3.2.1",
+          stronger_hint="Gelfand's formula ρ(A) = lim ‖A^k‖^(1/k), with k = 2^j by repeated "
+                        "squaring. Keep the logarithm of the norm apart: after each squaring "
+                        "divide the matrix by its norm and add the log of that norm to twice the "
+                        "running log, so nothing overflows or underflows; ρ ≈ exp(log ‖A^k‖ / k). "
+                        "A matrix whose powers vanish has ρ = 0.")
 def _(fn, rng):
     mats = [np.array([[0.5]], np.float32),
             np.array([[0.0, 2.0], [-0.5, 0.0]], np.float32),    # complex eigenvalues ±i

@@ -33,7 +33,11 @@ def random_params(rng, h, n, r_min=0.4, r_max=0.95, max_phase=2 * np.pi):
 
 @exercise("2.1", points=3, title="ring initialisation (LRU Lemma 3.2)",
           reference="LRU Lemma 3.2 (the ring sampler) and §3.3 (the layer learns log ν, log θ); "
-                    "chapter 2, eq. (2.2)")
+                    "chapter 2, eq. (2.2)",
+          stronger_hint="the ring's area inside radius r grows like r², so draw |λ|² (not |λ|) "
+                        "uniformly: |λ|² = r_min² + u1 (r_max² − r_min²). With |λ| = e^(−ν), solve "
+                        "for ν; the phase is θ = max_phase · u2. The layer stores logarithms: "
+                        "return (log ν, log θ).")
 def _(fn, rng):
     from lrnn.layers import lru
     for n, r_min, r_max, max_phase in [(5, 0.4, 0.9, 2 * np.pi), (1, 0.0, 1.0, np.pi),
@@ -63,7 +67,10 @@ def _(fn, rng):
 
 @exercise("2.2", points=2, title="the distribution of |λ| on the ring",
           reference="LRU Lemma 3.2 and its proof (App. F.1); chapter 2, §2.3: a uniform "
-                    "distribution in area")
+                    "distribution in area",
+          stronger_hint="the share of the ring's area within radius r is (r² − r_min²)/(r_max² − "
+                        "r_min²) between the two radii; clip it to 0 inside the ring and to 1 "
+                        "outside it.")
 def _(fn, rng):
     for r_min, r_max in [(0.4, 0.9), (0.0, 1.0), (0.9, 0.999)]:
         r = np.concatenate([[r_min, r_max, 0.5 * (r_min + r_max)],
@@ -100,7 +107,11 @@ def _naive_states(params, u, *, gamma=True, theta_exp=True):
 
 @exercise("2.3", points=4, title="the LRU hidden states",
           reference="LRU eq. 7 and §3.3 (the exponential parametrisation); chapter 2, "
-                    "eqs. (2.3) and (2.5)")
+                    "eqs. (2.3) and (2.5)",
+          stronger_hint="three steps: λ = exp(−exp(nu_log) + i·exp(theta_log)); the input matrix γ "
+                        "⊙ B scales each row (one per state) of B = B_re + i·B_im by γ = "
+                        "exp(gamma_log); then x_t = λ x_{t−1} + (γ ⊙ B) u_t is a linear scan over "
+                        "time (axis −2) of the projected inputs, shape (…, L, N).")
 def _(fn, rng):
     from lrnn.layers import lru
     for lead, length, h, n in [((), 6, 2, 3), ((), 1, 1, 1), ((2,), 9, 3, 4)]:
@@ -127,7 +138,10 @@ def _(fn, rng):
 
 @exercise("2.4", points=3, title="the LRU layer output",
           reference="LRU §3.2 and App. A (the real part of the output, the skip D); "
-                    "chapter 2, eq. (2.1)")
+                    "chapter 2, eq. (2.1)",
+          stronger_hint="compute the hidden states of Exercise 2.3, project them with C = C_re + "
+                        "i·C_im (shape (H, N)) to (…, L, H), keep the real part, and add the skip "
+                        "term D ⊙ u_t element by element.")
 def _(fn, rng):
     from lrnn.layers import lru
     for lead, length, h, n in [((), 5, 2, 3), ((3,), 7, 3, 2)]:
@@ -158,7 +172,11 @@ def _(fn, rng):
 
 
 @exercise("2.5", points=2, title="the γ normalisation (LRU §3.4)",
-          reference="LRU §3.4, eqs. 6–7; chapter 2, §2.5 and eq. (2.5)")
+          reference="LRU §3.4, eqs. 6–7; chapter 2, §2.5 and eq. (2.5)",
+          stronger_hint="write x_k = γ Σ_i λ^i u_(k−i) for white inputs of unit variance: E|x_k|² "
+                        "→ γ² Σ_i |λ|^(2i) = γ²/(1 − |λ|²). Set that to 1 and solve for γ, with "
+                        "|λ|² = exp(−2·exp(nu_log)); return log γ (log1p keeps the precision when "
+                        "|λ| is close to 1).")
 def _(fn, rng):
     for n in [4, 1, 6]:
         nu_log = np.log(-np.log(rng.uniform(0.3, 0.999, n))).astype(np.float32)
@@ -179,7 +197,10 @@ def _(fn, rng):
 
 
 @exercise("2.6", points=3, title="the forward-pass blow-up (LRU Prop. 3.3)",
-          reference="LRU Proposition 3.3, its proof (App. F.2) and eq. 5; chapter 2, eq. (2.4)")
+          reference="LRU Proposition 3.3, its proof (App. F.2) and eq. 5; chapter 2, eq. (2.4)",
+          stronger_hint="Prop. 3.3 needs E[1/(1 − |λ|²)] with |λ|² uniform on [a, b] = [r_min², "
+                        "r_max²]: (1/(b − a)) ∫_a^b ds/(1 − s) = log((1 − a)/(1 − b))/(b − a). "
+                        "When a = b it is simply 1/(1 − b).")
 def _(fn, rng):
     from lrnn.layers import lru
     cases = [(0.4, 0.9), (0.0, 0.5), (0.9, 0.999), (0.5, 0.5), (0.99, 0.99),

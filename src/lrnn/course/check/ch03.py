@@ -23,7 +23,10 @@ def _expm(S):
 
 @exercise("3.1", points=2, title="a rotation from any matrix (RotRNN Lemma 2)",
           reference="RotRNN Lemma 2 and App. A.2 (exp(S) = Σ S^k/k!, with exp(S) = "
-                    "exp(S/2^s)^(2^s))")
+                    "exp(S/2^s)^(2^s))",
+          stronger_hint="exp(S) for S = M − Mᵀ by scaling and squaring: divide S by 2^s until its "
+                        "norm is below about ½, sum the Taylor series I + S + S²/2! + … (15 terms "
+                        "are plenty at that size), then square the result s times.")
 def _(fn, rng):
     cases = [(1, 1.0), (2, 1.0), (3, 0.5), (6, 1.0), (6, 2.0)]
     for n, scale in cases:
@@ -73,7 +76,11 @@ def _rotation_recurrence(gamma, theta, b, sign=1.0, pairs="neighbours", use_gamm
 
 @exercise("3.2", points=3, title="the rotation recurrence as a complex diagonal scan",
           reference="chapter 3, §3: a 2×2 block γR(θ) acting on (x₁, x₂) is γe^{iθ} acting on "
-                    "x₁ + i x₂; RotRNN Lemma 3 and App. B.1")
+                    "x₁ + i x₂; RotRNN Lemma 3 and App. B.1",
+          stronger_hint="pair the channels: z_i = b_(2i) + i·b_(2i+1). The block γR(θ_i) acts on "
+                        "z_i as the multiplication by λ_i = γ e^(iθ_i), so run a complex diagonal "
+                        "linear scan with λ over z, then put (Re x, Im x) back at the interleaved "
+                        "positions 2i and 2i + 1.")
 def _(fn, rng):
     for lead, L, K in [((), 1, 1), ((), 6, 1), ((), 9, 3), ((2,), 7, 2), ((2, 3), 5, 2)]:
         gamma = rng.uniform(0.5, 0.999, K).astype(np.float32)
@@ -106,7 +113,10 @@ def _(fn, rng):
 
 
 @exercise("3.3", points=2, title="powers of a rotation via θ·k (RotRNN Lemma 3)",
-          reference="RotRNN Lemma 3 and §3.2 (the P's cancel inside powers; D(θ)^k = D(kθ))")
+          reference="RotRNN Lemma 3 and §3.2 (the P's cancel inside powers; D(θ)^k = D(kθ))",
+          stronger_hint="A^k = P D(θ)^k Pᵀ and D(θ)^k = D(kθ). Form D(kθ) Pᵀ without building D: "
+                        "rotating the pairs of entries of every row of P by the angles kθ, then "
+                        "transposing, gives exactly D(kθ) Pᵀ. Multiply by P on the left.")
 def _(fn, rng):
     for n in (2, 4, 6):
         M = rng.standard_normal((n, n))
@@ -179,7 +189,12 @@ _ROTGRU_MISTAKES = {
 
 @exercise("3.4", points=3, title="one RotGRU cell step (RotLSTM paper, eqs. 11–17)",
           reference="Velici & Prügel-Bennett 2017, §5, eqs. 11–17 (the rotation acts on the "
-                    "reset-gated state, eq. 15); chapter 3, §5")
+                    "reset-gated state, eq. 15); chapter 3, §5",
+          stronger_hint="the order matters: z = σ(W_z [h, x] + b_z); the reset gate σ(W_r [h, x] + "
+                        "b_r) multiplies the previous state first (eq. 13), and only that gated "
+                        "state is rotated, by the angles 2π σ(W_rot [h, x] + b_rot) (eqs. 14–15). "
+                        "The candidate reads [rotated state, x_t]; h_t = (1 − z) ⊙ h + z ⊙ "
+                        "tanh(candidate).")
 def _(fn, rng):
     for lead, n, d_in, rotate in [((), 2, 1, True), ((), 4, 3, True), ((2,), 6, 2, True),
                                   ((3,), 4, 4, True), ((2,), 4, 3, False)]:

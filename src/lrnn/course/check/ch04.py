@@ -36,7 +36,12 @@ def _drift(rho, gamma, theta):
 
 @exercise("4.1", points=3, title="ξ for correlated inputs (RotRNN §3.1 for AR(1))",
           reference="RotRNN §3.1 (ξ from Tr[BᵀB] = 1 − γ²) and chapter 4, §6 (the drift factor "
-                    "g(ρ, γ, θ) of each rotation pair, weighted by the rows of PᵀB)")
+                    "g(ρ, γ, θ) of each rotation pair, weighted by the rows of PᵀB)",
+          stronger_hint="rotate B into the rotation basis, β = PᵀB, and group its rows in pairs "
+                        "(one pair per 2×2 block). For AR(1) inputs of correlation ρ, pair i holds "
+                        "the stationary energy ‖β_i‖² g_i/(1 − γ²) with g_i = Re[(1 + "
+                        "ργe^(iθ_i))/(1 − ργe^(iθ_i))]. Choose ξ so that ξ² Σ_i ‖β_i‖² g_i/(1 − "
+                        "γ²) = 1.")
 def _(fn, rng):
     for n, K, rho in [(2, 1, 0.0), (2, 1, 0.6), (4, 3, -0.7), (6, 2, 0.9), (4, 2, 0.3)]:
         M = rng.standard_normal((n, n))
@@ -93,7 +98,11 @@ def _simulate_sq_norms(rng, A, B, gamma, alpha, x1, T, S):
 
 @exercise("4.2", points=3, title="Theorem 1 by Monte Carlo: an estimator of E‖x_t‖²",
           reference="RotRNN Theorem 1, eq. 4 and App. A.1 (eq. 7); the standard error of a "
-                    "mean of S samples is std/√S")
+                    "mean of S samples is std/√S",
+          stronger_hint="simulate all samples at once: draw u of shape (T − 1, n_samples, d_in), "
+                        "start every sample at x1, and step x ← α(γ A x + B u_t) with lax.scan, "
+                        "recording ‖x‖² of each sample at each step. Include t = 1 (x1 itself). "
+                        "Return the mean over the samples and std/√n_samples, each of length T.")
 def _(fn, rng):
     import jax
     for n, k, T, S, gamma, norm_alpha, x1_scale in [(2, 1, 4, 4000, 0.9, True, 1.0),
@@ -157,7 +166,11 @@ def _(fn, rng):
 
 
 @exercise("4.3", points=2, title="the LRU's expected state norm at finite t",
-          reference="RotRNN App. C.1, eqs. 21–27 (with the powers 0 … t−1); LRU §3.3")
+          reference="RotRNN App. C.1, eqs. 21–27 (with the powers 0 … t−1); LRU §3.3",
+          stronger_hint="unroll: x_t = Σ_(i=0)^(t−1) Λ^i B̃ u_(t−i). With independent unit inputs, "
+                        "E|x_(t,k)|² = b_k Σ_(i=0)^(t−1) |λ_k|^(2i), where b_k = Σ_j |B̃_kj|². Sum "
+                        "the geometric series, (1 − r^(2t))/(1 − r²) with r = |λ_k|, or t itself "
+                        "where |λ_k| = 1, and add over k.")
 def _(fn, rng):
     for N, K, ts in [(1, 1, [1, 2, 5]), (4, 3, [1, 3, 10, 100]), (6, 2, [2, 7, 50, 1000])]:
         lam = np.exp(1j * rng.uniform(0, 2 * np.pi, N)) * rng.uniform(0.3, 0.99, N)
@@ -206,7 +219,11 @@ def _rotrnn_states_np(params, u, scale_first_state):
 
 @exercise("4.4", points=3, title="RotRNN states with ξ and first-state scaling",
           reference="RotRNN eq. 6 and §3.1 (ξ, 'scaling the first state'), Lemmas 2–3; "
-                    "chapter 4, §4")
+                    "chapter 4, §4",
+          stronger_hint="per head h: A_h = P_h D(θ_h) P_hᵀ with P_h = expm(M_h − M_hᵀ), γ_h = "
+                        "exp(−exp(ν_h)) and ξ_h = √((1 − γ_h²)/‖B_h‖_F²). Then x_t = γ_h A_h "
+                        "x_(t−1) + ξ_h B_h u_t from x_0 = 0. With scale_first_state the first "
+                        "input B_h u_1 is divided by ‖B_h‖_F instead of multiplied by ξ_h.")
 def _(fn, rng):
     for lead, L, K, H, n in [((), 1, 1, 1, 2), ((2,), 6, 3, 3, 4)]:
         params = {"M": randn(rng, H, n, n) / np.float32(np.sqrt(n)),

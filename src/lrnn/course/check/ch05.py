@@ -35,7 +35,11 @@ def _eq9(rng, n, m):
 
 @exercise("5.1", points=2, title="the reflection that maps x to y (Algorithm 2's step)",
           reference="oRNN §4, eq. 6 (H(u) = I − 2uuᵀ/‖u‖²) and Algorithm 2, whose step "
-                    "reflects a column onto ‖x‖e₁")
+                    "reflects a column onto ‖x‖e₁",
+          stronger_hint="a reflection H(u) swaps x and y (of equal norms) exactly when its mirror "
+                        "is orthogonal to x − y, i.e. u = x − y. When x and y are (numerically) "
+                        "the same vector, any u orthogonal to x leaves x where it is: project a "
+                        "basis vector off x.")
 def _(fn, rng):
     cases = []
     for n in (3, 2, 6):
@@ -75,7 +79,12 @@ def _(fn, rng):
 
 @exercise("5.2", points=2, title="the chain of reflections W (oRNN eqs. 7–9)",
           reference="oRNN §4, eqs. 6–9 (W = H_n(u_n) ⋯ H_{n−m+1}(u_{n−m+1}); H_1 of eq. 7 "
-                    "when m = n)")
+                    "when m = n)",
+          stronger_hint="start from the identity and multiply on the right by H(u_j) for the "
+                        "columns of U in order, without forming H: W H(u) = W − 2 (W u) uᵀ/(uᵀu). "
+                        "When u1_sign is given (m = n, eq. 7), the last factor is diag(1, …, 1, "
+                        "u1_sign): multiply W's last column by it instead of reflecting with the "
+                        "last column of U.")
 def _(fn, rng):
     for n, m, u1 in [(1, 1, -1.0), (3, 1, None), (4, 2, None), (6, 3, None), (4, 4, 1.0),
                      (5, 5, -1.0)]:
@@ -114,7 +123,11 @@ def _wy_T(U):
 
 @exercise("5.3", points=3, title="merging two compact WY blocks (oRNN Prop. 1)",
           reference="oRNN Proposition 1, eqs. 12–13 (W = I − U T⁻¹ Uᵀ): multiply two such "
-                    "products and compare with the inverse of an upper block-triangular T")
+                    "products and compare with the inverse of an upper block-triangular T",
+          stronger_hint="write W_1 = I − U_1 T_1⁻¹ U_1ᵀ and W_2 likewise and expand W_1 W_2. Then "
+                        "look for it as I − U T⁻¹ Uᵀ with U = [U_1, U_2] and T = [[T_1, S], [0, "
+                        "T_2]]: the inverse of that block-triangular T has the corner −T_1⁻¹ S "
+                        "T_2⁻¹. Matching the cross terms gives S.")
 def _(fn, rng):
     for n, m1, m2, general in [(3, 1, 1, False), (5, 2, 2, False), (6, 3, 2, True),
                                (4, 1, 3, True), (7, 2, 4, True)]:
@@ -153,7 +166,11 @@ def _(fn, rng):
 
 @exercise("5.4", points=2, title="one oRNN step h_t = φ(W h_{t−1} + V x_t + b)",
           reference="oRNN eq. 1 and §5 (leaky ReLU φ(z) = max(z/10, z), H_1 from the sign "
-                    "of u_1); eqs. 7–8")
+                    "of u_1); eqs. 7–8",
+          stronger_hint="build W from params['U'] with your reflection chain of Exercise 5.2 (with "
+                        "u1_sign = +1 if params['u1'] > 0 else −1 when the key 'u1' is there), "
+                        "then z = W h + V x_t + b and the leaky ReLU φ(z) = max(z/10, z) (oRNN "
+                        "§5).")
 def _(fn, rng):
     for n, m, d_in, lead in [(2, 1, 1, ()), (4, 2, 3, ()), (5, 5, 2, (3,)), (6, 3, 2, (2,)),
                              (3, 3, 1, ())]:

@@ -19,7 +19,10 @@ def reference_bytes(shape, dtype="complex64", time_varying=False, passes=1):
 
 @exercise("6.1", points=2, title="the bytes a linear scan must move",
           reference="chapter 6, the memory-bandwidth floor t_min = bytes / copy bandwidth "
-                    "(a memory-bound kernel reads b_t and writes x_t once per pass)")
+                    "(a memory-bound kernel reads b_t and writes x_t once per pass)",
+          stronger_hint="count reads and writes: each pass reads b once, and a too when it varies "
+                        "in time (an array of the same shape); x is written once. Bytes = itemsize "
+                        "× number of elements × (passes × (1 or 2) + 1).")
 def _(fn, rng):
     cases = [((16, 16384, 256), "complex64", False, 1), ((1, 65536, 64), "complex64", False, 2),
              ((8, 4096, 256), "float32", True, 1), ((2, 3, 100, 8), "complex128", True, 2),
@@ -65,7 +68,12 @@ def reference_work_depth(L):
 
 @exercise("6.2", points=3, title="work and depth of the odd–even scan",
           reference="chapter 6, the associative scan (its work and depth), and chapter 1, "
-                    "eq. (1.3): one combine applies the operator once")
+                    "eq. (1.3): one combine applies the operator once",
+          stronger_hint="follow one level of the odd–even scan: combine the L // 2 adjacent pairs "
+                        "(one level), scan that half-length sequence recursively, then fix up the "
+                        "(L + 1) // 2 − 1 even positions after the first (one more level, when "
+                        "there are any). Work and depth then obey a recursion in L // 2 that stops "
+                        "at L < 2 with (0, 0).")
 def _(fn, rng):
     for L in [1, 2, 3, 4, 5, 8, 13, 64, 100, 1000, 1025, int(rng.integers(2000, 70000))]:
         inputs = {"L": L}
@@ -117,7 +125,12 @@ def reference_vjp(a, x, x_bar):
 @exercise("6.3", points=4, title="the backward scan: ā and b̄ of a linear scan",
           reference="chapter 6, the backward pass of the associative scan (the adjoint of a "
                     "linear recurrence is the same recurrence run backwards); chapter 1, "
-                    "eq. (1.1)")
+                    "eq. (1.1)",
+          stronger_hint="the adjoint of x_t = a x_(t−1) + b_t runs the same recurrence backwards: "
+                        "b̄ at the last step is x̄ there, and each earlier b̄_t is x̄_t plus a "
+                        "times the next b̄. Each step's a multiplied the previous state, so ā adds "
+                        "up b̄_t · x_(t−1) (with x before the first step = 0) over batch and time, "
+                        "per channel.")
 def _(fn, rng):
     for lead, L, N, complex_ in [((), 1, 1, False), ((), 6, 2, False), ((), 7, 3, True),
                                  ((2,), 9, 2, True), ((2, 3), 5, 4, False)]:
@@ -160,7 +173,10 @@ def _(fn, rng):
 
 @exercise("6.4", points=2, title="the share of the bandwidth floor a scan reaches",
           reference="chapter 6, the memory-bandwidth floor: t_min = bytes moved / copy "
-                    "bandwidth (1 GB/s = 1e9 B/s)")
+                    "bandwidth (1 GB/s = 1e9 B/s)",
+          stronger_hint="t_min = bytes / (copy_GBps · 10⁹), with the bytes of Exercise 6.1 for the "
+                        "same shape, dtype, time variation and passes; the share of the floor is "
+                        "t_min / seconds.")
 def _(fn, rng):
     cases = [((16, 16384, 256), 1.712e-3, 1725.3, "complex64", False, 1),
              ((1, 65536, 64), 2.293e-3, 1725.3, "complex64", False, 2),

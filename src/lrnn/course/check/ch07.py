@@ -10,7 +10,9 @@ from ._core import alternative, call, expect, expect_close, exercise, when
 
 @exercise("7.1", points=2, title="the smallest |λ| that remembers T steps",
           reference="chapter 1, eq. (1.1) (an input reaches x_{t+T} through λ^T); LRU §3.3 "
-                    "and Lemma 3.2 (r_min of the ring)")
+                    "and Lemma 3.2 (r_min of the ring)",
+          stronger_hint="an input reaches the state T steps later multiplied by λ^T, of modulus "
+                        "r^T. Require r^T ≥ q and solve for r.")
 def _(fn, rng):
     for T, q in [(1, 0.5), (100, 0.5), (1000, 0.1), (784, 0.01), (16384, 0.5),
                  (int(rng.integers(10, 5000)), float(np.round(rng.uniform(0.05, 0.9), 3)))]:
@@ -51,7 +53,10 @@ def reference_fraction(r_min, r_max, T, q):
 
 @exercise("7.2", points=2, title="the share of a ring that remembers T steps",
           reference="LRU Lemma 3.2 (|λ|² uniform on [r_min², r_max²]); chapter 2, eq. (2.2); "
-                    "Exercise 2.2")
+                    "Exercise 2.2",
+          stronger_hint="|λ|² is uniform on [r_min², r_max²] (uniform in area), so the share with "
+                        "|λ| ≥ r* is (r_max² − r*²)/(r_max² − r_min²), where r* = q^(1/T) is first "
+                        "clipped to [r_min, r_max]. A thin ring (r_min = r_max) gives 0 or 1.")
 def _(fn, rng):
     cases = [(0.0, 1.0, 100, 0.5), (0.9, 0.999, 1000, 0.5), (0.99, 0.999, 100, 0.5),
              (0.0, 0.9, 1000, 0.5), (0.5, 0.5, 2, 0.2), (0.5, 0.5, 2, 0.3),
@@ -96,7 +101,11 @@ def reference_param_count(layer, d_model, d_state, n_heads=1):
 
 @exercise("7.3", points=3, title="where a layer's parameters go: LRU against RotRNN",
           reference="LRU §3.2–3.4 and App. A (complex B̃, C̃; ν, θ, γ per state); RotRNN eq. 6, "
-                    "Lemmas 2–3 and §3 'Multi-Head Decay' (M, θ, ν per head; real B, C)")
+                    "Lemmas 2–3 and §3 'Multi-Head Decay' (M, θ, ν per head; real B, C)",
+          stronger_hint="count array by array. LRU: ν, θ and γ have one entry per state (N each); "
+                        "B̃ (N × H) and C̃ (H × N) are complex, two real numbers per entry; D has "
+                        "H. RotRNN: per head of size n = N / n_heads, M is n × n, θ has n/2 angles "
+                        "and ν one decay; B (N × H) and C (H × N) are real; D has H.")
 def _(fn, rng):
     for layer, H, N, heads in [("lru", 1, 1, 1), ("lru", 64, 64, 1), ("lru", 3, 10, 1),
                                ("rotrnn", 64, 64, 8), ("rotrnn", 4, 8, 2), ("rotrnn", 3, 12, 1),
@@ -135,7 +144,10 @@ def reference_win(a, b, higher_is_better=True):
 
 @exercise("7.4", points=2, title="the chance that a seed of A beats a seed of B",
           reference="chapter 7, §2 (seeds matter as much as models); the Mann–Whitney "
-                    "U statistic U / (n_A n_B), ties counted ½")
+                    "U statistic U / (n_A n_B), ties counted ½",
+          stronger_hint="compare every seed of A with every seed of B: all n_A × n_B pairs, e.g. "
+                        "a[:, None] against b[None, :]. A win counts 1 and a tie ½, with 'better' "
+                        "meaning higher or lower as higher_is_better says; average over the pairs.")
 def _(fn, rng):
     cases = [([0.9], [0.8], True), ([0.5, 0.7], [0.7, 0.6], True),
              ([0.0049, 0.0031, 0.0062], [0.026, 0.007, 0.03], False),
