@@ -36,6 +36,7 @@ class Exercise:
     reference: str
     checker: Callable
     kind: str = "function"
+    stronger_hint: str | None = None
 
 
 @dataclasses.dataclass
@@ -89,12 +90,15 @@ class ExerciseFailed(AssertionError):
 # Registration
 # ---------------------------------------------------------------------------------------
 
-def exercise(id: str, *, points: float, title: str, reference: str, kind: str = "function"):
+def exercise(id: str, *, points: float, title: str, reference: str, kind: str = "function",
+             stronger_hint: str | None = None):
     """Register ``checker(answer, rng)`` for exercise ``id`` ("3.2").
 
     ``reference`` names what to read (e.g. ``"lrnn.orthogonal.rotate_pairs; RotRNN eq. 14"``);
     the exercise build puts it into the ``NotImplementedError`` stub. ``kind="value"`` for an
-    exercise whose answer is a value rather than a function (the checker gets the value)."""
+    exercise whose answer is a value rather than a function (the checker gets the value).
+    ``stronger_hint``: a second, stronger hint for a student who failed more than once (stored
+    on the Exercise)."""
     if kind not in ("function", "value"):
         raise ValueError(f"`kind`: got {kind!r}, expected 'function' or 'value'.")
 
@@ -102,7 +106,7 @@ def exercise(id: str, *, points: float, title: str, reference: str, kind: str = 
         if id in REGISTRY and REGISTRY[id].checker.__module__ != checker.__module__:
             raise ValueError(f"exercise {id!r} is registered twice "
                              f"({REGISTRY[id].checker.__module__}, {checker.__module__})")
-        REGISTRY[id] = Exercise(id, points, title, reference, checker, kind)
+        REGISTRY[id] = Exercise(id, points, title, reference, checker, kind, stronger_hint)
         return checker
     return register
 
