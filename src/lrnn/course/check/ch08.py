@@ -246,7 +246,8 @@ _BLOCK_HINTS = [
     ("residual_normed", "the skip adds the normalised v; it must add the block's input u "
                         "itself: u + f(Norm(u))."),
     ("no_residual", "the skip connection is missing: return u + f(Norm(u))."),
-    ("time_axis", "the norm is taken over time (axis −2): it is over the H features (axis −1)."),
+    ("time_axis", "the norm is taken over time (axis −2): it is over the H features "
+                  "(axis −1)."),
     ("swapped", "the GLU halves are swapped (values first, gates second)."),
     ("no_sigmoid", "the GLU gate needs its sigmoid."),
     ("no_gelu", "the GELU between the recurrence and the GLU is missing."),
