@@ -339,10 +339,10 @@ def _flatten(tree, prefix=""):
 @exercise("8.5", points=2, title="no weight decay on the recurrence",
           reference="LRU App. D (weight decay on all parameters except A and B, and γ), "
                     "§3.3 (A = diag(λ) learned through ν_log, θ_log)",
-          stronger_hint="the recurrence's A is diag(λ), learned as nu_log and theta_log; its B is "
-                        "B_re and B_im; γ is gamma_log. Those five are True in every block's "
-                        "'layer'; C_re, C_im, D and every norm, GLU, encoder and decoder leaf "
-                        "are False.")
+          stronger_hint="go through params['blocks'][i]['layer'] only: A = diag(λ) is stored "
+                        "as two arrays (modulus and phase), B as two (real and imaginary part), "
+                        "and γ as one; those five are True. The read-out C, the skip D and every "
+                        "norm, GLU, encoder and decoder array are False.")
 def _(fn, rng):
     from lrnn import model
     for depth in (1, 3):
