@@ -1,4 +1,4 @@
-"""The checkers of the exercises (lrnn.course.check.ch01 … ch07): reference answers written
+"""The checkers of the exercises (lrnn.course.check.ch01 … ch08): reference answers written
 independently of the checkers pass, also with TF32 matrix products emulated, and typical
 mistakes fail with the hint that names them (every wrong answer here is a real mistake)."""
 import math
@@ -301,3 +301,113 @@ def test_hints_chapter_7():
     assert "ties count" in _hint("7.4", lambda a, b, hib=True: float(np.mean(
         (np.asarray(a)[:, None] > np.asarray(b)[None, :]) if hib
         else (np.asarray(a)[:, None] < np.asarray(b)[None, :]))))
+
+
+# ------------------------------------------------------------------------------------------
+# Chapter 8: the deep model rebuilt (references from LRU Fig. 1, App. A and D, in NumPy)
+# ------------------------------------------------------------------------------------------
+
+def ln8(u, scale, bias):
+    u = np.asarray(u, np.float64)
+    z = (u - u.mean(-1, keepdims=True)) / np.sqrt(u.var(-1, keepdims=True) + 1e-5)
+    return z * scale + bias
+
+
+def glu8(y, W, b):
+    z = np.asarray(y, np.float64) @ W + b
+    h = z.shape[-1] // 2
+    return z[..., :h] / (1 + np.exp(-z[..., h:]))
+
+
+def lru8(q, v):
+    lam = np.exp(-np.exp(q["nu_log"].astype(np.float64)) + 1j * np.exp(q["theta_log"]))
+    bv = np.einsum("...lh,nh->...ln", v, (q["B_re"] + 1j * q["B_im"])) * np.exp(q["gamma_log"])
+    x, state = np.zeros_like(bv), np.zeros_like(bv[..., 0, :])
+    for k in range(bv.shape[-2]):
+        state = lam * state + bv[..., k, :]
+        x[..., k, :] = state
+    return np.einsum("...ln,hn->...lh", x, q["C_re"] + 1j * q["C_im"]).real + q["D"] * v
+
+
+def block8(p, u):
+    v = ln8(u, p["norm"]["scale"], p["norm"]["bias"])
+    y = np.asarray(jax.nn.gelu(jnp.asarray(lru8(p["layer"], v), jnp.float32)), np.float64)
+    return np.asarray(u, np.float64) + glu8(y, p["glu"]["W"], p["glu"]["b"])
+
+
+def model8(params, x, pool):
+    u = np.asarray(x, np.float64) @ params["encoder"]["W"] + params["encoder"]["b"]
+    for p in params["blocks"]:
+        u = block8(p, u)
+    z = u.mean(-2) if pool == "mean" else u[..., -1, :]
+    return z @ params["decoder"]["W"] + params["decoder"]["b"]
+
+
+def mask8(params):
+    rec = {"nu_log", "theta_log", "gamma_log", "B_re", "B_im"}
+    out = jax.tree_util.tree_map(lambda _: False, params)
+    for b in out["blocks"]:
+        b["layer"] = {k: k in rec for k in b["layer"]}
+    return out
+
+
+CH8 = {"8.1": ln8, "8.2": glu8, "8.3": block8, "8.4": model8, "8.5": mask8}
+
+
+@pytest.mark.parametrize("ex", sorted(CH8))
+def test_reference_passes_chapter_8(ex):
+    res = lc.run(ex, CH8[ex])
+    assert res.passed, res.message
+    assert lc.get(ex).stronger_hint, f"exercise {ex} has no stronger hint"
+
+
+def test_chapter_8_checker_transcription_is_the_library_model():
+    """The float64 transcription behind the hints (np_model without a mistake) and this file's
+    reference both compute lrnn.model.apply on the parameters of lrnn.model.init."""
+    from lrnn import model
+    from lrnn.course.check import ch08
+    cfg = model.ModelConfig(layer="lru", d_input=2, d_output=3, depth=2, d_model=6, d_state=4,
+                            pool="last", scan_method="sequential")
+    params, state = model.init(jax.random.PRNGKey(5), cfg)
+    params = jax.tree_util.tree_map(np.asarray, params)
+    x = np.random.default_rng(1).standard_normal((2, 9, 2)).astype(np.float32)
+    want = np.asarray(model.apply(params, state, x, cfg)[0])
+    assert np.allclose(ch08.np_model(params, x, "last"), want, rtol=1e-5, atol=1e-6)
+    assert np.allclose(model8(params, x, "last"), want, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(ch08.np_model(params, x, "last", "post_norm"), want, atol=1e-2)
+
+
+def test_hints_chapter_8():
+    def over_time(u, s, b):
+        u = np.asarray(u, np.float64)
+        return (u - u.mean(-2, keepdims=True)) / np.sqrt(u.var(-2, keepdims=True) + 1e-5) * s + b
+    assert "over time (axis −2)" in _hint("8.1", over_time)
+    assert "biased variance" in _hint("8.1", lambda u, s, b: (u - u.mean(-1, keepdims=True))
+                                      / np.sqrt(u.var(-1, keepdims=True, ddof=1) + 1e-5) * s + b)
+    assert "halves are swapped" in _hint("8.2", lambda y, W, b: glu8(
+        y, np.roll(W, W.shape[1] // 2, 1), np.roll(b, b.shape[0] // 2)))
+
+    def post_norm(p, u):
+        v = lru8(p["layer"], np.asarray(u, np.float64))
+        y = np.asarray(jax.nn.gelu(jnp.asarray(v, jnp.float32)), np.float64)
+        n = p["norm"]
+        return ln8(u + glu8(y, p["glu"]["W"], p["glu"]["b"]), n["scale"], n["bias"])
+    assert "post-norm" in _hint("8.3", post_norm)
+
+    def exact_gelu(p, u):
+        v = ln8(u, p["norm"]["scale"], p["norm"]["bias"])
+        y = np.asarray(jax.nn.gelu(jnp.asarray(lru8(p["layer"], v)), approximate=False))
+        return u + glu8(y, p["glu"]["W"], p["glu"]["b"])
+    assert "tanh approximation" in _hint("8.3", exact_gelu)
+    assert "skip connection is missing" in _hint("8.3", lambda p, u: block8(p, u) - u)
+    assert "wrong pooling" in _hint("8.4", lambda params, x, pool: model8(
+        params, x, "last" if pool == "mean" else "mean"))
+
+    def with_c(params):
+        m = mask8(params)
+        for b in m["blocks"]:
+            b["layer"]["C_re"] = b["layer"]["C_im"] = True
+        return m
+    assert "read-out" in _hint("8.5", with_c)
+    assert "only the LRU layer" in _hint("8.5", lambda params: jax.tree_util.tree_map(
+        lambda _: True, params))

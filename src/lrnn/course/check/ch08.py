@@ -1,0 +1,379 @@
+"""Checks for Exercises 8 · Capstone (solutions/08_capstone.ipynb): the pieces of the deep LRU
+model (LayerNorm, GLU), one residual block, the whole model, and which parameters the optimiser
+treats as recurrent; each compared with ``lrnn.model`` on the same parameter dict.
+
+The hints come from a float64 NumPy transcription of the block (LRU Fig. 1, App. D) with the
+typical mistakes switched on one at a time (``np_block``/``np_model`` and their ``variant``)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._core import alternative, call, expect, expect_close, exercise, randn
+from .ch02 import _naive_states, random_params
+
+#: The model's LayerNorm epsilon (``lrnn.model.NORM_EPS``), stated in the exercise.
+EPS = 1e-5
+#: Float32 forward passes of the same model written two ways (another order of the sums, another
+#: scan) differ by a few 1e-7 relative (measured: at most 8e-7 on these inputs); the tolerance
+#: is ~100 times that. The mistakes the hints name move a block's output by more than 1e-1
+#: relative on these inputs, except the exact (erf) GELU in place of the tanh form: 1e-4 to
+#: 3e-3, which the second input of 8.3 shows clearly.
+RTOL, ATOL = 1e-4, 1e-5
+
+
+# ------------------------------------------------------------------------------------------
+# A float64 transcription with switchable mistakes (for hints)
+# ------------------------------------------------------------------------------------------
+
+def np_layer_norm(u, scale, bias, *, axis=-1, ddof=0, eps_inside=True, eps=EPS):
+    u = np.asarray(u, np.float64)
+    mean = u.mean(axis, keepdims=True)
+    var = u.var(axis, keepdims=True, ddof=ddof)
+    std = np.sqrt(var + eps) if eps_inside else np.sqrt(var) + eps
+    return (u - mean) / std * scale + bias
+
+
+def np_glu(y, W, b, *, variant=None):
+    z = np.asarray(y, np.float64) @ np.asarray(W, np.float64) + b
+    h = z.shape[-1] // 2
+    a, g = (z[..., 0::2], z[..., 1::2]) if variant == "interleaved" else (z[..., :h], z[..., h:])
+    if variant == "swapped":
+        a, g = g, a
+    if variant == "no_sigmoid":
+        return a * g
+    if variant == "tanh":
+        return a * np.tanh(g)
+    return a / (1 + np.exp(-g))
+
+
+def gelu_tanh(x):
+    """GELU in its tanh approximation (``jax.nn.gelu``'s default)."""
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def gelu_erf(x):
+    from scipy.special import erf
+    return 0.5 * x * (1 + erf(x / math.sqrt(2)))
+
+
+def np_lru(p, v, *, variant=None):
+    x = _naive_states(p, v, gamma=variant != "no_gamma")
+    c = p["C_re"] + 1j * p["C_im"]
+    cx = np.einsum("...ln,hn->...lh", x, c)
+    d = 0 if variant == "no_D" else p["D"] * v
+    return (np.abs(cx) if variant == "modulus" else cx.real) + d
+
+
+def np_block(p, u, variant=None):
+    u = np.asarray(u, np.float64)
+    n = p["norm"]
+
+    def branch(v):
+        y = np_lru(p["layer"], v, variant=variant)
+        y = {"no_gelu": y, "gelu_erf": gelu_erf(y) if variant == "gelu_erf" else None,
+             "relu": np.maximum(y, 0)}.get(variant, gelu_tanh(y))
+        return np_glu(y, p["glu"]["W"], p["glu"]["b"],
+                      variant=variant if variant in ("swapped", "no_sigmoid") else None)
+    if variant == "post_norm":
+        return np_layer_norm(u + branch(u), n["scale"], n["bias"])
+    norm_kw = {"time_axis": {"axis": -2}}.get(variant, {})
+    v = np_layer_norm(u, n["scale"], n["bias"], **norm_kw)
+    if variant == "no_residual":
+        return branch(v)
+    if variant == "residual_normed":
+        return v + branch(v)
+    return u + branch(v)
+
+
+def np_model(params, x, pool, variant=None):
+    enc, dec = params["encoder"], params["decoder"]
+    u = np.asarray(x, np.float64) @ enc["W"] + (0 if variant == "no_encoder_bias" else enc["b"])
+    blocks = list(params["blocks"])
+    if variant == "reversed":
+        blocks = blocks[::-1]
+    if variant == "first_block_only":
+        blocks = [blocks[0]] * len(blocks)
+    for p in blocks:
+        u = np_block(p, u, "post_norm" if variant == "post_norm" else None)
+    if variant == "final_norm":
+        u = np_layer_norm(u, 1.0, 0.0)
+    if variant == "swap_pool":
+        pool = "last" if pool == "mean" else "mean"
+    u = u.mean(-2) if pool == "mean" else u[..., -1, :]
+    return u @ dec["W"] + dec["b"]
+
+
+# ------------------------------------------------------------------------------------------
+# Random parameters with the layout of lrnn.model.init (NumPy: no compilation per shape)
+# ------------------------------------------------------------------------------------------
+
+def random_block(rng, h, n, d_rec=None):
+    """One block's parameters like ``lrnn.model.init``'s, with the norm's scale and bias and the
+    GLU's bias moved off their initial 1 and 0 (a piece left out must show)."""
+    d_rec = d_rec or h
+    return {"norm": {"scale": (1 + 0.3 * randn(rng, h)).astype(np.float32),
+                     "bias": (0.2 * randn(rng, h)).astype(np.float32)},
+            "layer": random_params(rng, h, n),
+            "glu": {"W": (randn(rng, d_rec, 2 * h) / np.sqrt(d_rec)).astype(np.float32),
+                    "b": (0.2 * randn(rng, 2 * h)).astype(np.float32)}}
+
+
+def random_model(rng, d_input, h, n, depth, d_output):
+    return {"encoder": {"W": (randn(rng, d_input, h) / np.sqrt(d_input)).astype(np.float32),
+                        "b": (0.2 * randn(rng, h)).astype(np.float32)},
+            "blocks": [random_block(rng, h, n) for _ in range(depth)],
+            "decoder": {"W": (randn(rng, h, d_output) / np.sqrt(h)).astype(np.float32),
+                        "b": (0.2 * randn(rng, d_output)).astype(np.float32)}}
+
+
+def model_config(params, pool):
+    """The ``lrnn.model.ModelConfig`` of a parameter dict of the layout above (LayerNorm, LRU)."""
+    from lrnn import model
+    d_input, h = np.shape(params["encoder"]["W"])
+    return model.ModelConfig(layer="lru", d_input=int(d_input), vocab_size=None,
+                             d_output=int(np.shape(params["decoder"]["W"])[1]),
+                             depth=len(params["blocks"]), d_model=int(h),
+                             d_state=int(np.shape(params["blocks"][0]["layer"]["nu_log"])[0]),
+                             norm="layer", pool=pool, scan_method="sequential")
+
+
+def reference_model(params, x, pool):
+    """``lrnn.model.apply`` in evaluation mode (LayerNorm has no running state)."""
+    from lrnn import model
+    state = {"blocks": [{} for _ in params["blocks"]]}
+    return np.asarray(model.apply(params, state, x, model_config(params, pool))[0])
+
+
+def reference_block(p, u):
+    """One residual block exactly as ``lrnn.model.apply`` runs it: its own norm, layer, GELU
+    and GLU functions, in its order."""
+    import jax
+    from lrnn import model
+    from lrnn.layers import lru
+    h = np.shape(u)[-1]
+    cfg = model.ModelConfig(layer="lru", d_input=1, d_model=h, norm="layer")
+    v, _ = model._norm(p["norm"], {}, u, cfg, False)
+    y = lru.apply(p["layer"], v, scan_method="sequential")
+    return np.asarray(u + model.glu(p["glu"], jax.nn.gelu(y)))
+
+
+# ------------------------------------------------------------------------------------------
+# 8.1 LayerNorm
+# ------------------------------------------------------------------------------------------
+
+@exercise("8.1", points=2, title="LayerNorm over the features",
+          reference="LRU Fig. 1 and App. D (the Norm of each block); Ba et al. 2016, eqs. 3–4 "
+                    "(layer normalisation over the H features of one step)",
+          stronger_hint="normalise each time step of each sequence on its own: mean and biased "
+                        "variance over the last axis only (keepdims), then (u − mean) / "
+                        "sqrt(var + 1e-5) · scale + bias.")
+def _(fn, rng):
+    from lrnn import model
+    cases = [((5, 4), 1.0), ((2, 7, 3), 1.0), ((1, 6, 8), 1e-3), ((3, 1, 2), 2.0)]
+    for shape, spread in cases:
+        h = shape[-1]
+        u = (spread * (randn(rng, *shape) + rng.uniform(-1, 1))).astype(np.float32)
+        scale = (1 + 0.5 * randn(rng, h)).astype(np.float32)
+        bias = (0.5 * randn(rng, h)).astype(np.float32)
+        inputs = {"u": u, "scale": scale, "bias": bias}
+        got = call(fn, inputs)
+        cfg = model.ModelConfig(layer="lru", d_input=1, d_model=h, norm="layer")
+        want = np.asarray(model._norm({"scale": scale, "bias": bias}, {}, u, cfg, False)[0])
+        hints = [alternative(lambda: np_layer_norm(u, scale, bias, axis=-2),
+                             "you normalised over time (axis −2): LayerNorm normalises the H "
+                             "features of each step on their own (axis −1).")] if shape[-2] > 1 \
+            else []
+        hints += [
+            alternative(lambda: np_layer_norm(u, scale, bias, axis=tuple(range(u.ndim - 1))),
+                        "you normalised each feature over the batch and time: that is "
+                        "BatchNorm's statistic; LayerNorm's is over the features of one step."),
+            alternative(lambda: np_layer_norm(u, scale, bias, ddof=1),
+                        "use the biased variance (divide by H, not H − 1: ddof=0)."),
+            alternative(lambda: np_layer_norm(u, scale, bias, eps_inside=False),
+                        "the ε goes inside the square root: sqrt(var + ε), not sqrt(var) + ε."),
+            alternative(lambda: np_layer_norm(u, bias, scale),
+                        "scale and bias are swapped: multiply by scale, then add bias."),
+            alternative(lambda: np_layer_norm(u, 1.0, 0.0),
+                        "the learned scale and bias are missing (· scale + bias)."),
+            alternative(lambda: np_layer_norm(u, scale, bias, eps=0.0),
+                        "the ε = 1e-5 is missing: it matters for a step whose features are "
+                        "nearly equal (small variance)."),
+        ]
+        expect_close(got, want, inputs=inputs, rtol=RTOL, atol=ATOL, what="the normalised u",
+                     hints=hints)
+
+
+# ------------------------------------------------------------------------------------------
+# 8.2 GLU
+# ------------------------------------------------------------------------------------------
+
+@exercise("8.2", points=2, title="the gated linear unit",
+          reference="Dauphin et al. 2017, eq. 1 (GLU); LRU App. D (the GLU after the recurrence)",
+          stronger_hint="z = y @ W + b has 2H columns; the first H are the values a, the last H "
+                        "the gates g; return a · σ(g) with σ the logistic sigmoid.")
+def _(fn, rng):
+    for lead, d_in, h in [((), 3, 2), ((4,), 5, 3), ((2, 6), 4, 4)]:
+        y = randn(rng, *lead, d_in)
+        W = (randn(rng, d_in, 2 * h) / np.sqrt(d_in)).astype(np.float32)
+        b = (0.5 * randn(rng, 2 * h)).astype(np.float32)
+        inputs = {"y": y, "W": W, "b": b}
+        got = call(fn, inputs)
+        from lrnn import model
+        want = np.asarray(model.glu({"W": W, "b": b}, y))
+        expect_close(got, want, inputs=inputs, rtol=RTOL, atol=ATOL, what="GLU(y)", hints=[
+            alternative(lambda: np_glu(y, W, b, variant="swapped"),
+                        "the halves are swapped: the first H columns of yW + b are the values, "
+                        "the last H go through the sigmoid."),
+            alternative(lambda: np_glu(y, W, b, variant="interleaved"),
+                        "split yW + b into two contiguous halves (first H columns, last H), not "
+                        "even and odd columns."),
+            alternative(lambda: np_glu(y, W, b, variant="no_sigmoid"),
+                        "the gate goes through the logistic sigmoid σ before the product."),
+            alternative(lambda: np_glu(y, W, b, variant="tanh"),
+                        "the gate is the logistic sigmoid σ(g) = 1/(1 + e^{−g}), not tanh."),
+            alternative(lambda: np_glu(y, W, 0 * b),
+                        "the bias b is missing (it has 2H entries, one per column of W)."),
+        ])
+
+
+# ------------------------------------------------------------------------------------------
+# 8.3 One residual block
+# ------------------------------------------------------------------------------------------
+
+_BLOCK_HINTS = [
+    ("post_norm", "you normalised after the residual sum (post-norm: Norm(u + f(u))); the "
+                  "block is pre-norm: u + f(Norm(u)), LRU App. D."),
+    ("residual_normed", "the skip adds the normalised v; it must add the block's input u "
+                        "itself: u + f(Norm(u))."),
+    ("no_residual", "the skip connection is missing: return u + f(Norm(u))."),
+    ("time_axis", "the norm is taken over time (axis −2): it is over the H features "
+                  "(axis −1)."),
+    ("swapped", "the GLU halves are swapped (values first, gates second)."),
+    ("no_sigmoid", "the GLU gate needs its sigmoid."),
+    ("no_gelu", "the GELU between the recurrence and the GLU is missing."),
+    ("gelu_erf", "your GELU is the exact (erf) one; the model uses jax.nn.gelu's default, the "
+                 "tanh approximation."),
+    ("relu", "the nonlinearity is GELU (tanh approximation), not ReLU."),
+    ("no_D", "the LRU's skip term D ⊙ v is missing: y_k = Re(C x_k) + D ⊙ v_k."),
+    ("no_gamma", "the γ normalisation of the LRU input is missing: x_k = λ x_{k−1} + "
+                 "exp(γ_log) ⊙ (B v_k)."),
+    ("modulus", "take the real part Re(C x_k), not the modulus |C x_k|."),
+]
+
+
+@exercise("8.3", points=4, title="one residual LRU block",
+          reference="LRU Fig. 1, App. A (the layer) and App. D (Norm–Recurrence–GLU–Skip, "
+                    "pre-norm); chapter 2, eq. (2.1)",
+          stronger_hint="v = layer_norm(u, ...) of 8.1; y = the LRU layer of chapter 2 on v "
+                        "(real part of C x plus D ⊙ v); out = u + glu(jax.nn.gelu(y), ...) of "
+                        "8.2. The input u is what the skip adds, not v.")
+def _(fn, rng):
+    for lead, length, h, n in [((), 5, 2, 3), ((2,), 7, 3, 4), ((3,), 1, 4, 2)]:
+        p = random_block(rng, h, n)
+        u = randn(rng, *lead, length, h)
+        inputs = {"p": p, "u": u}
+        got = call(fn, inputs)
+        want = reference_block(p, u)
+        hints = [alternative(lambda v=v: np_block(p, u, v), m) for v, m in _BLOCK_HINTS
+                 if not (v == "time_axis" and length == 1)]
+        expect_close(got, want, inputs=inputs, rtol=RTOL, atol=ATOL, time_axis=-2,
+                     what="the block's output", hints=hints)
+
+
+# ------------------------------------------------------------------------------------------
+# 8.4 The whole model
+# ------------------------------------------------------------------------------------------
+
+@exercise("8.4", points=3, title="the deep LRU model: encoder, blocks, pooling, decoder",
+          reference="LRU Fig. 1 and App. D (linear encoder, residual blocks, pooling over time, "
+                    "linear decoder)",
+          stronger_hint="u = x @ W_enc + b_enc; for each block in params['blocks'], in order, "
+                        "u = block(u) (8.3); then the mean over time (axis −2) for pool='mean' "
+                        "or u[..., −1, :] for 'last'; finally u @ W_dec + b_dec.")
+def _(fn, rng):
+    cases = [(2, 3, 2, 1, 1, "mean", (), 6), (2, 4, 3, 2, 1, "last", (3,), 5),
+             (3, 3, 2, 2, 4, "mean", (2,), 4)]
+    for d_in, h, n, depth, d_out, pool, lead, length in cases:
+        params = random_model(rng, d_in, h, n, depth, d_out)
+        x = randn(rng, *lead, length, d_in)
+        inputs = {"params": params, "x": x, "pool": pool}
+        got = call(fn, inputs)
+        want = reference_model(params, x, pool)
+        variants = [("swap_pool", "wrong pooling: 'mean' averages over time (axis −2), 'last' "
+                                  "takes the last step."),
+                    ("no_encoder_bias", "the encoder's bias is missing: u = x W_enc + b_enc."),
+                    ("post_norm", "the blocks are post-norm; they must be pre-norm, "
+                                  "u + f(Norm(u)) (check 8.3)."),
+                    ("final_norm", "there is no normalisation after the last block: the pooled "
+                                   "residual stream goes straight to the decoder.")]
+        if depth > 1:
+            variants += [("reversed", "the blocks run in reverse order: params['blocks'][0] "
+                                      "comes first."),
+                         ("first_block_only", "every block uses the first block's parameters: "
+                                              "block i uses params['blocks'][i].")]
+        expect_close(got, want, inputs=inputs, rtol=RTOL, atol=ATOL, what="the model's output",
+                     hints=[alternative(lambda v=v: np_model(params, x, pool, v), m)
+                            for v, m in variants])
+
+
+# ------------------------------------------------------------------------------------------
+# 8.5 Which parameters are recurrent
+# ------------------------------------------------------------------------------------------
+
+def _flatten(tree, prefix=""):
+    if isinstance(tree, dict):
+        out = {}
+        for k, v in tree.items():
+            out.update(_flatten(v, f"{prefix}[{k!r}]"))
+        return out
+    if isinstance(tree, (list, tuple)):
+        out = {}
+        for i, v in enumerate(tree):
+            out.update(_flatten(v, f"{prefix}[{i}]"))
+        return out
+    return {prefix: tree}
+
+
+@exercise("8.5", points=2, title="no weight decay on the recurrence",
+          reference="LRU App. D (weight decay on all parameters except A and B, and γ), "
+                    "§3.3 (A = diag(λ) learned through ν_log, θ_log)",
+          stronger_hint="go through params['blocks'][i]['layer'] only: A = diag(λ) is stored "
+                        "as two arrays (modulus and phase), B as two (real and imaginary part), "
+                        "and γ as one; those five are True. The read-out C, the skip D and every "
+                        "norm, GLU, encoder and decoder array are False.")
+def _(fn, rng):
+    from lrnn import model
+    for depth in (1, 3):
+        params = random_model(rng, 2, 3, 2, depth, 1)
+        inputs = {"params": params}
+        got = call(fn, inputs)
+        want = model.recurrent_mask(params, model_config(params, "mean"))
+        expect(isinstance(got, dict), "return a dict shaped like params (a mask: True or False "
+               "per parameter array).", inputs=inputs, received=got)
+        flat_got, flat_want = _flatten(got), _flatten(want)
+        expect(set(flat_got) == set(flat_want),
+               "the mask must have the structure of params: the same keys and lists, one "
+               "True/False per parameter array.", inputs=inputs,
+               detail=f"missing: {sorted(set(flat_want) - set(flat_got))[:4]}; extra: "
+                      f"{sorted(set(flat_got) - set(flat_want))[:4]}")
+        wrong = [k for k in flat_want if bool(np.asarray(flat_got[k])) != bool(flat_want[k])]
+        if not wrong:
+            continue
+        on = sorted(k.rsplit("[", 1)[-1].strip("]'") for k in wrong if not flat_want[k])
+        off = sorted(k.rsplit("[", 1)[-1].strip("]'") for k in wrong if flat_want[k])
+        if any("['layer']" not in k for k in wrong):
+            hint = ("only the LRU layer's parameters can be recurrent: norm, GLU, encoder and "
+                    "decoder are ordinary weights, with weight decay.")
+        elif {"C_re", "C_im", "D"} & set(on):
+            hint = ("C and D are the layer's read-out and skip, ordinary linear maps: the paper "
+                    "exempts only the recurrence itself, A (ν, θ) and B, and γ.")
+        elif off and set(off) <= {"B_re", "B_im"}:
+            hint = "B belongs to the recurrence too (x_k = A x_{k−1} + B u_k): no decay on it."
+        elif "gamma_log" in off:
+            hint = "γ (gamma_log) scales B's input: the paper exempts it with A and B."
+        else:
+            hint = "A = diag(λ) is learned through nu_log and theta_log: both are recurrent."
+        expect(False, f"wrong mask for {len(wrong)} of {len(flat_want)} parameter arrays.",
+               inputs=inputs, hint=hint, detail=f"first: {wrong[0]}")
