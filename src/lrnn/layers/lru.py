@@ -32,7 +32,7 @@ import numpy as np
 
 from .._validate import (fail, renamed_keywords, require_bool, require_choice, require_key,
                         require_params, require_positive_int, require_real, require_sequence)
-from ..scan import available_methods, linear_scan
+from ..scan import available_methods, linear_scan_planes
 
 
 def check_ring(r_min, r_max):
@@ -201,7 +201,7 @@ def hidden_states(params, u, *, scan_method="auto"):
     Args:
       params: from ``init``.
       u: real, shape ``(..., L, H)``.
-      scan_method: the scan backend, passed to ``lrnn.linear_scan`` as its ``method``
+      scan_method: the scan backend, passed to ``lrnn.scan.linear_scan_planes`` as its ``method``
         (``method=`` still works here, deprecated).
 
     Returns:
@@ -214,33 +214,39 @@ def hidden_states(params, u, *, scan_method="auto"):
     return _states(params, _check_input(u, h), bidirectional, scan_method)
 
 
-def _states(params, u, bidirectional, scan_method):
+def _state_planes(params, u, bidirectional, scan_method):
+    """``(Re x, Im x)``: B u as two real products, the scan on planes (``linear_scan_planes``).
+    No complex array is formed around the scan, and the gradient for the real ``u`` is never a
+    complex array cast to real (JAX 0.7.2 warns about that cast)."""
     lam = eigenvalues(params)
     b = normalized_B(params)
-    # Two real products, not real u times complex B: the same numbers, and the gradient for
-    # the real u is never a complex array cast to real (JAX 0.7.2 warns about that cast).
-    bu = jax.lax.complex(jnp.einsum("...lh,nh->...ln", u, b.real),
-                         jnp.einsum("...lh,nh->...ln", u, b.imag))
-    x = linear_scan(lam, bu, method=scan_method)
+    bu_re = jnp.einsum("...lh,nh->...ln", u, b.real)
+    bu_im = jnp.einsum("...lh,nh->...ln", u, b.imag)
+    x_re, x_im = linear_scan_planes(lam, bu_re, bu_im, method=scan_method)
     if bidirectional:
-        x_rev = linear_scan(lam, bu, reverse=True, method=scan_method)
-        x = jnp.concatenate([x, x_rev], axis=-1)
-    return x
+        r_re, r_im = linear_scan_planes(lam, bu_re, bu_im, reverse=True, method=scan_method)
+        x_re = jnp.concatenate([x_re, r_re], axis=-1)
+        x_im = jnp.concatenate([x_im, r_im], axis=-1)
+    return x_re, x_im
+
+
+def _states(params, u, bidirectional, scan_method):
+    return jax.lax.complex(*_state_planes(params, u, bidirectional, scan_method))
 
 
 @renamed_keywords(method="scan_method")
 def apply(params, u, *, scan_method="auto"):
     """The LRU layer ``y_k = Re(C x_k) + D ⊙ u_k``: real ``(..., L, H)`` -> ``(..., L, H)``.
 
-    ``scan_method`` is the scan backend, passed to ``lrnn.linear_scan`` as its ``method``
-    (``method=`` still works, deprecated). Bidirectional: ``x_k`` is the
+    ``scan_method`` is the scan backend, passed to ``lrnn.scan.linear_scan_planes`` as its
+    ``method`` (``method=`` still works, deprecated). Bidirectional: ``x_k`` is the
     concatenated state of ``hidden_states``."""
     require_choice("scan_method", scan_method, available_methods())
     h, _, bidirectional = _sizes(params)
     u = _check_input(u, h)
-    x = _states(params, u, bidirectional, scan_method)
-    c = params["C_re"] + 1j * params["C_im"]
-    y = jnp.einsum("...ln,hn->...lh", x, c).real
+    x_re, x_im = _state_planes(params, u, bidirectional, scan_method)
+    y = (jnp.einsum("...ln,hn->...lh", x_re, params["C_re"])           # Re(C x), from the planes
+         - jnp.einsum("...ln,hn->...lh", x_im, params["C_im"]))
     return y + params["D"] * u
 
 

@@ -20,7 +20,8 @@ Parameters (``K = d_model``, ``H = n_heads``, ``n = d_state / H``):
     C_rev (K, d_state)   -- bidirectional only (App. B.2: P, D(θ), γ and B are shared)
 
 The scan runs in the rotated basis ``z = Pᵀ x``, where the transition is ``γ D(θ)``
-(App. B.1): ``z_t = γ D(θ) z_{t-1} + ξ (PᵀB) u_t``, a ``lrnn.rotation_scan``.
+(App. B.1): ``z_t = γ D(θ) z_{t-1} + ξ (PᵀB) u_t``, a complex diagonal scan on planes
+(``lrnn.scan.linear_scan_planes``; ``lrnn.rotation_scan`` is the same recurrence on pairs).
 
 Expected state norm (white noise ``u_t ~ N(0, I)``, Theorem 1 with α = 1): since ``A`` is
 orthogonal and ``x_{t-1}`` is independent of ``u_t``,
@@ -43,7 +44,7 @@ import jax.numpy as jnp
 from .._validate import (fail, renamed_keywords, require_bool, require_choice, require_key,
                         require_params, require_positive_int, require_real, require_sequence)
 from ..orthogonal import block_rotation, skew_expm
-from ..scan import available_methods, rotation_scan
+from ..scan import available_methods, linear_scan_planes
 
 
 def head_size(d_state, n_heads) -> int:
@@ -200,22 +201,39 @@ def _check_input(u, k):
     return require_sequence("u", u, k)
 
 
-def _rotated_states(params, u, p, *, scale_first_state, reverse, scan_method):
-    """``z = Pᵀ x``, shape ``(..., L, H, n)``: the scan of App. B.1 in the rotated basis."""
+def _rotated_planes(params, u, p, *, scale_first_state, reverse, scan_method):
+    """The scan of App. B.1 in the rotated basis, ``z = Pᵀ x``, on planes: ``(z_even, z_odd)``,
+    each ``(..., L, H, n/2)``, the first and second coordinates of every rotation pair. Each
+    pair is the complex number ``z_2i + i z_2i+1`` and its block ``γ D(θ_i)`` is
+    ``γ e^{iθ_i}`` (Lemma 3), so the drive is two real products with the even and the odd rows
+    of ``PᵀB`` and no array is interleaved or split around the scan."""
     h, n, _ = _sizes(params, _STATE_KEYS)
     b_rot = jnp.swapaxes(p, -1, -2) @ params["B"]                         # (H, n, K): PᵀB
-    drive = jnp.einsum("hnk,...lk->...lhn", b_rot, u)                     # (PᵀB) u_t
-    coef = xi(params)
-    scaled = drive * coef[:, None]
+    scale = xi(params)[:, None]
     if scale_first_state:
         # ξ / sqrt(1 - γ²) = 1 / ‖B‖_F: no 0/0 as γ -> 1.
-        first = drive * (1.0 / jnp.sqrt(jnp.sum(params["B"] ** 2, axis=(-2, -1))))[:, None]
+        first_scale = (1.0 / jnp.sqrt(jnp.sum(params["B"] ** 2, axis=(-2, -1))))[:, None]
         t0 = -1 if reverse else 0
-        scaled = scaled.at[..., t0, :, :].set(first[..., t0, :, :])
-    flat = scaled.reshape(*scaled.shape[:-2], h * n)
-    g = jnp.repeat(gamma(params), n // 2)                                 # one γ per pair
-    z = rotation_scan(g, params["theta"].reshape(-1), flat, reverse=reverse, method=scan_method)
-    return z.reshape(*z.shape[:-1], h, n)
+
+    def drive(rows):                                                      # (PᵀB) u_t, one plane
+        d = jnp.einsum("hnk,...lk->...lhn", rows, u)
+        scaled = d * scale
+        if scale_first_state:
+            scaled = scaled.at[..., t0, :, :].set(d[..., t0, :, :] * first_scale)
+        return scaled.reshape(*scaled.shape[:-2], h * (n // 2))
+
+    lam = jnp.repeat(gamma(params), n // 2) * jnp.exp(1j * params["theta"].reshape(-1))
+    z_even, z_odd = linear_scan_planes(lam, drive(b_rot[:, 0::2]), drive(b_rot[:, 1::2]),
+                                       reverse=reverse, method=scan_method)
+    return (z_even.reshape(*z_even.shape[:-1], h, n // 2),
+            z_odd.reshape(*z_odd.shape[:-1], h, n // 2))
+
+
+def _rotated_states(params, u, p, *, scale_first_state, reverse, scan_method):
+    """``z = Pᵀ x``, shape ``(..., L, H, n)``, the pairs interleaved again."""
+    z_even, z_odd = _rotated_planes(params, u, p, scale_first_state=scale_first_state,
+                                    reverse=reverse, scan_method=scan_method)
+    return jnp.stack([z_even, z_odd], axis=-1).reshape(*z_even.shape[:-1], -1)
 
 
 def _check_options(scan_method, **flags):
@@ -236,7 +254,7 @@ def hidden_states(params, u, *, scale_first_state=False, reverse=False, scan_met
         ``E‖x_t‖² = 1 - γ^{2t}`` (see the module docstring).
       reverse: run backwards in time, ``x_t = γ A x_{t+1} + ξ B u_t`` with ``x_{L+1} = 0``
         (the backward pass of a bidirectional layer; its "first" state is at ``t = L``).
-      scan_method: the scan backend, passed to ``lrnn.rotation_scan`` as its ``method``
+      scan_method: the scan backend, passed to ``lrnn.scan.linear_scan_planes`` as its ``method``
         (``method=`` still works here, deprecated).
 
     Returns:
@@ -266,9 +284,10 @@ def apply(params, u, *, scale_first_state=False, scan_method="auto"):
 
     def read(c, reverse):
         c_rot = jnp.einsum("khi,hij->khj", c.reshape(k, h, n), p)        # C · blockdiag(P)
-        z = _rotated_states(params, u, p, scale_first_state=scale_first_state,
-                            reverse=reverse, scan_method=scan_method)
-        return jnp.einsum("khj,...lhj->...lk", c_rot, z)
+        z_even, z_odd = _rotated_planes(params, u, p, scale_first_state=scale_first_state,
+                                        reverse=reverse, scan_method=scan_method)
+        return (jnp.einsum("khj,...lhj->...lk", c_rot[..., 0::2], z_even)   # C̃ z, pair by
+                + jnp.einsum("khj,...lhj->...lk", c_rot[..., 1::2], z_odd))  # pair, on planes
 
     y = read(params["C"], False)
     if "C_rev" in params:
