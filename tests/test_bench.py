@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lrnn.training import bench
+from lrnn.training import bench, bench_layer
 from lrnn import scan
 
 ROW_KEYS = {"shape", "dtype", "label", "method", "compile_fwd_s", "fwd_s", "fwd_median_s",
@@ -211,3 +211,55 @@ def test_plan_sweep_refuses_to_time_the_interpreter_silently():
 def test_pallas_copy_kernel_copies():
     x = jnp.arange(8 * 1024 * 2, dtype=jnp.float32).reshape(-1, 1024)
     np.testing.assert_array_equal(bench._pallas_copy(x, interpret=True), x)
+
+
+# ------------------------------------------------------------- planes as the headline rows
+
+def test_scan_rows_put_the_kernel_on_planes_first_as_the_headline():
+    for platform, pallas in (("gpu", "yes"), ("cpu", "yes")):
+        rows = bench.scan_rows(platform, pallas)
+        labels = [r.label for r in rows]
+        i = labels.index("pallas kernel (re/im planes)")
+        assert labels[i + 1] == "pallas"                             # the arrays row beside it
+        assert rows[i].headline and rows[i].layout == "planes"
+        assert [r.label for r in rows if r.headline] == ["pallas kernel (re/im planes)"]
+        assert all(r.layout == "complex arrays" for r in rows if r is not rows[i])
+    assert "pallas" not in [r.label for r in bench.scan_rows("cpu")]
+    assert "pallas" not in [r.label for r in bench.scan_rows("gpu", "no")]
+
+
+def test_scan_benchmark_times_the_planes_row_in_interpret_mode(tmp_path):
+    out = tmp_path / "scan.json"
+    bench.main(["scan", "--device", "cpu", "--shapes", "2x9x4", "--no-tv", "--repeats", "1",
+                "--copy-bytes", "65536", "--pallas", "yes", "--out", str(out)])
+    rows = {r["label"]: r for r in json.loads(out.read_text())["results"]}
+    planes, arrays = rows["pallas kernel (re/im planes)"], rows["pallas"]
+    assert (planes["layout"], planes["headline"]) == ("planes", True)
+    assert (arrays["layout"], arrays["headline"]) == ("complex arrays", False)
+    assert planes["err_vs_sequential"] < 1e-5 and planes["fwdbwd_s"] > 0
+
+
+def test_layer_rows_are_labelled_by_layout():
+    with_kernel = bench_layer.layer_scan_rows(True)
+    assert [(r["scan"], r["layout"], r["headline"]) for r in with_kernel[:2]] == [
+        ("pallas", "planes", True), ("pallas, complex arrays", "complex arrays", False)]
+    without = bench_layer.layer_scan_rows(False)
+    assert [r["scan"] for r in without] == ["auto", "paper: associative_scan"]
+    assert without[0]["headline"]
+
+
+def test_layer_benchmark_with_the_kernel_in_interpret_mode(tmp_path):
+    out = tmp_path / "layer.json"
+    bench.main(["layer", "--device", "cpu", "--d-model", "4", "--d-state", "4", "--batch", "2",
+                "--length", "8", "--heads", "2", "--repeats", "1", "--models", "none",
+                "--pallas", "yes", "--out", str(out)])
+    rows = json.loads(out.read_text())["results"]
+    for layer in ("lru", "rotrnn"):
+        mine = {r["scan"]: r for r in rows if r["layer"] == layer}
+        assert list(mine) == ["pallas", "pallas, complex arrays", "auto",
+                              "paper: associative_scan"]
+        assert mine["pallas"]["layout"] == "planes" and mine["pallas"]["headline"]
+        assert mine["pallas, complex arrays"]["layout"] == "complex arrays"
+        assert mine["auto"]["layout"] == "complex arrays" and not mine["auto"]["headline"]
+        assert all(r["step_s"] > 0 for r in mine.values())
+    # that the arrays row really splits and joins: test_scan_planes.py, complex_arrays()

@@ -194,3 +194,17 @@ def test_no_complex_array_with_a_time_axis_around_the_kernel(layer):
     with_time_axis = [s for s in _complex_arrays(forward_and_backward("pallas")) if length in s]
     assert not with_time_axis, with_time_axis
     assert any(length in s for s in _complex_arrays(forward_and_backward("sequential")))
+
+
+def test_complex_arrays_restores_the_split_and_join_for_the_benchmark():
+    from lrnn.scan import complex_arrays
+    init, apply, _ = LAYERS["lru"]
+    params = init(jax.random.PRNGKey(2))
+    u = jnp.ones((2, 9, 4), jnp.float32)
+    with complex_arrays():
+        jaxpr = jax.make_jaxpr(lambda p, u: apply(p, u, scan_method="pallas"))(params, u)
+        y = apply(params, u, scan_method="pallas")
+    assert any(9 in s for s in _complex_arrays(jaxpr))
+    np.testing.assert_allclose(y, apply(params, u, scan_method="pallas"), rtol=1e-6, atol=1e-6)
+    jaxpr = jax.make_jaxpr(lambda p, u: apply(p, u, scan_method="pallas"))(params, u)
+    assert not any(9 in s for s in _complex_arrays(jaxpr))                # undone on exit

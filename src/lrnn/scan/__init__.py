@@ -24,7 +24,8 @@ Backends (``method=``):
 
 ``linear_scan_planes(a, b_re, b_im)`` is the same complex scan with its inputs and states
 kept as two real planes: the layers use it so that the Pallas kernel reads and writes planes
-with no complex array split or joined around it.
+with no complex array split or joined around it (``complex_arrays()`` turns that off, for
+the benchmark's comparison).
 
 ``override(fn)`` (a context manager) makes ``linear_scan`` return ``fn(a, b, reverse)``
 instead, to time or study a model with another scan (the benchmarks use the papers' code).
@@ -41,7 +42,7 @@ kernel, with ``pallas_triton`` and ``pallas_tuning``) are the backends; ``_api``
 the custom VJP, ``_choose`` what ``"auto"`` picks. Imports only ``jax``, NumPy and ``lrnn._validate``.
 """
 from . import associative, chunked, reference, sequential
-from ._api import (METHODS, available_methods, complex_to_pairs, linear_scan,
+from ._api import (METHODS, available_methods, complex_arrays, complex_to_pairs, linear_scan,
                    linear_scan_planes, override, pairs_to_complex, rotation_scan)
 from ._choose import choose_method, describe
 from .associative import binary_operator
@@ -49,5 +50,6 @@ from .chunked import default_chunk_size
 
 __all__ = ["linear_scan", "linear_scan_planes", "rotation_scan", "choose_method", "describe",
            "binary_operator", "available_methods", "METHODS", "pairs_to_complex", "complex_to_pairs",
-           "default_chunk_size", "override", "sequential", "associative", "chunked",
+           "default_chunk_size", "override", "complex_arrays", "sequential", "associative",
+           "chunked",
            "reference"]

@@ -243,6 +243,22 @@ def _pallas_planes_bwd(reverse, residuals, cotangents):
 _pallas_planes.defvjp(_pallas_planes_fwd, _pallas_planes_bwd)
 
 
+_COMPLEX_ARRAYS = contextvars.ContextVar("lrnn_scan_complex_arrays", default=False)
+
+
+@contextlib.contextmanager
+def complex_arrays():
+    """Context manager: inside it, ``linear_scan_planes`` joins its planes into a complex array
+    and runs ``linear_scan`` on it for every method, the kernel included (XLA then splits and
+    joins the planes around the kernel, as the layers did before they kept planes). For the
+    benchmark's comparison rows; like ``override``, it acts when a function is traced."""
+    token = _COMPLEX_ARRAYS.set(True)
+    try:
+        yield
+    finally:
+        _COMPLEX_ARRAYS.reset(token)
+
+
 def _real_plane(name, value):
     v = _numeric_array(name, value)
     if not jnp.issubdtype(v.dtype, jnp.floating):
@@ -303,7 +319,8 @@ def linear_scan_planes(a, b_re, b_im, *, reverse: bool = False, method: str = "a
     if not time_invariant:
         a = jnp.broadcast_to(a, b_re.shape)
     b_re, b_im = b_re.astype(work), b_im.astype(work)
-    if method == "pallas" and work == jnp.float32 and _OVERRIDE.get() is None:
+    if method == "pallas" and work == jnp.float32 and _OVERRIDE.get() is None \
+            and not _COMPLEX_ARRAYS.get():
         x_re, x_im = _pallas_planes(a, b_re, b_im, reverse)
     else:
         x = linear_scan(a, lax.complex(b_re, b_im), reverse=reverse, method=method)

@@ -151,3 +151,11 @@ def write_json(out, path):
     """``out`` as JSON at ``path`` (nothing when ``path`` is empty)."""
     if path:
         write_text(json.dumps(out, indent=1) + "\n", path)
+
+
+def pallas_runs_here() -> tuple[bool, str]:
+    """Whether the Pallas kernel can be timed on this GPU (compute capability >= 8.0, and it
+    imports, lowers, compiles and runs), and why not."""
+    from ..scan import pallas as scan_pallas
+    ok, why = scan_pallas.capability_ok(scan_pallas.device_capability())
+    return scan_pallas.kernel_status("gpu") if ok else (ok, why)

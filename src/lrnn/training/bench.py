@@ -12,10 +12,11 @@
   ``jax.lax.associative_scan`` with the diagonal operator, differentiated by JAX autodiff;
 * ``paper: lax.scan`` — a plain ``lax.scan`` loop, differentiated by autodiff (CPU only: on a
   GPU a step costs microseconds whatever its size);
-* on a GPU, ``pallas`` (``linear_scan(..., method="pallas")`` on complex64 arrays: XLA splits
-  them into real and imaginary planes before the kernel and joins them after) and
-  ``pallas kernel (re/im planes)``: the same kernel with planes in and out, as a layer that
-  keeps real and imaginary parts (RotRNN's real pairs) uses it.
+* on a GPU, ``pallas kernel (re/im planes)``, the headline row (★): ``linear_scan_planes(...,
+  method="pallas")``, planes in and out with its VJP on planes, which is what the LRU and RotRNN
+  layers run; and beside it ``pallas`` (``linear_scan(..., method="pallas")`` on complex64
+  arrays: XLA splits them into real and imaginary planes before the kernel and joins them
+  after, 48 bytes moved per element instead of 16). Each row records its ``layout``.
 
 For each it reports compile time, forward and forward+backward time (a ``jax.vjp`` with a fixed
 cotangent), best and median of ``--repeats`` runs after a warm-up, the rows of one shape timed
@@ -55,10 +56,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..scan import choose_method, linear_scan
+from ..scan import choose_method, linear_scan, linear_scan_planes
 from ._bench_common import (block, compile_and_memory, device_info, on_gpu,  # noqa: F401
-                            paper_associative_scan, paper_lax_scan, pick_device, target_row,
-                            time_interleaved, write_json, write_text)
+                            pallas_runs_here, paper_associative_scan, paper_lax_scan,
+                            pick_device, target_row, time_interleaved, write_json, write_text)
 from . import bench_layer
 from .bench_layer import layer_targets, papers_scan, run_layer  # noqa: F401 (lrnn bench layer)
 
@@ -84,6 +85,8 @@ class Row:
     fwdbwd: object = None
     prepare: object = None
     output: object = None
+    layout: str = "complex arrays"
+    headline: bool = False
 
 
 def _vjp_of(fn):
@@ -100,51 +103,39 @@ def _array_row(label, method, fn):
 
 
 def _planes_row():
-    """The kernel with real/imaginary planes in and out: forward, and forward + adjoint (what
-    the custom VJP runs), without XLA's split and join of complex arrays."""
-    from ..scan import pallas as scan_pallas
-
-    def fwd(ar, ai, br, bi):
-        return scan_pallas.scan_planes((ar, ai), (br, bi))
-
-    def fwdbwd(ar, ai, br, bi, gr, gi):
-        x = scan_pallas.scan_planes((ar, ai), (br, bi))
-        return scan_pallas.scan_planes((ar, ai), (gr, gi), reverse=True, x=x)
+    """``linear_scan_planes(..., method="pallas")``: planes in and out, forward and forward +
+    VJP on planes, as the LRU and RotRNN layers run it (no split or join by XLA)."""
+    def fwd(lam, b_re, b_im):
+        return linear_scan_planes(lam, b_re, b_im, method="pallas")
 
     def prepare(lam, bu, g):
-        shape = (math.prod(bu.shape[:-2]),) + bu.shape[-2:]
-        planes = [jnp.real(lam), jnp.imag(lam), jnp.real(bu).reshape(shape),
-                  jnp.imag(bu).reshape(shape)]
-        gp = [jnp.real(g).reshape(shape), jnp.imag(g).reshape(shape)]
-        planes = [jax.block_until_ready(v) for v in planes]
-        return tuple(planes), tuple(planes + gp)
+        planes = [jax.block_until_ready(v) for v in (jnp.real(bu), jnp.imag(bu))]
+        # JAX's cotangent of x = x_re + i x_im is g_re - i g_im: the same linear functional
+        cotangent = tuple(jax.block_until_ready(v) for v in (jnp.real(g), -jnp.imag(g)))
+        return (lam, *planes), (lam, *planes, cotangent)
 
-    return Row("pallas kernel (re/im planes)", "pallas", fwd, fwdbwd, prepare,
-               lambda x: lax.complex(*x))
+    return Row("pallas kernel (re/im planes)", "pallas", fwd, _vjp_of(fwd), prepare,
+               lambda x: lax.complex(*x), layout="planes", headline=True)
 
 
-def pallas_runs_here() -> tuple[bool, str]:
-    """Whether the Pallas kernel can be timed on this GPU (compute capability >= 8.0, and it
-    imports, lowers, compiles and runs), and why not."""
-    from ..scan import pallas as scan_pallas
-    ok, why = scan_pallas.capability_ok(scan_pallas.device_capability())
-    return scan_pallas.kernel_status("gpu") if ok else (ok, why)
-
-
-def scan_rows(platform_: str):
+def scan_rows(platform_: str, pallas: str = "auto"):
     """The rows of the complex64 table on this platform (on a GPU where the kernel cannot run,
-    the pallas rows are left out with a notice)."""
+    the pallas rows are left out with a notice). ``pallas="yes"`` adds the kernel's rows on a
+    CPU too (Pallas interpret mode: slow, for testing); ``"no"`` leaves them out."""
     methods = ["sequential", "associative", "chunked", "auto"]
-    with_pallas = False
+    with_pallas = pallas == "yes"
     if platform_ == "gpu":
-        with_pallas, why = pallas_runs_here()
-        if not with_pallas:
-            print(f"pallas rows left out: {why}")
-        methods = ["associative", "chunked"] + (["pallas"] if with_pallas else []) + ["auto"]
+        if pallas == "auto":
+            with_pallas, why = pallas_runs_here()
+            if not with_pallas:
+                print(f"pallas rows left out: {why}")
+        methods = ["associative", "chunked", "auto"]
+    if with_pallas:
+        methods.insert(methods.index("auto"), "pallas")
     rows = [_array_row(m, m, (lambda m: lambda lam, bu: linear_scan(lam, bu, method=m))(m))
             for m in methods]
     if with_pallas:
-        rows.insert(3, _planes_row())
+        rows.insert(methods.index("pallas"), _planes_row())   # the headline, then on arrays
     rows.append(_array_row("paper: associative_scan", None, paper_associative_scan))
     if platform_ != "gpu":
         rows.append(_array_row("paper: lax.scan", None, paper_lax_scan))
@@ -231,7 +222,8 @@ def bench_scan_shape(shape, rows, device, *, repeats, copy_gbps, backward=True):
     results, fwd, fwdbwd = [], [], []
     for row_def in rows:
         row = {"shape": list(shape), "dtype": "complex64", "a": "time-invariant (N,)",
-               "label": row_def.label, "method": row_def.method}
+               "label": row_def.label, "method": row_def.method, "layout": row_def.layout,
+               "headline": row_def.headline}
         if row_def.method == "auto":
             row["auto_picks"] = choose_method(shape, backend=device.platform,
                                               dtype=jnp.complex64)
@@ -265,7 +257,8 @@ def bench_scan_shape(shape, rows, device, *, repeats, copy_gbps, backward=True):
 
 def _format_row(row):
     mem = lambda d: f"{d['peak_bytes'] / 2**20:9.1f}" if d else "      n/a"   # noqa: E731
-    label = row["label"] + (f" → {row['auto_picks']}" if "auto_picks" in row else "")
+    label = ("★ " if row.get("headline") else "") + row["label"] \
+        + (f" → {row['auto_picks']}" if "auto_picks" in row else "")
     fb = f"{row['fwdbwd_s'] * 1e3:10.3f}" if "fwdbwd_s" in row else "       n/a"
     fbmem = mem(row.get("memory_fwdbwd"))
     return (f"{str(tuple(row['shape'])):>18} {label:<34} {row['compile_fwd_s']:7.2f} "
@@ -584,7 +577,7 @@ def run_scan(args):
     shapes = (_parse_shapes(args.shapes) if args.shapes else
               GPU_EXTRA_SHAPES + [(8, 4096, 256)] if gpu else
               [(args.batch, length, args.n) for length in args.lengths])
-    rows = scan_rows(device.platform)
+    rows = scan_rows(device.platform, args.pallas)
     known = [r.label for r in rows]
     if args.methods is not None:
         keep = [m.strip() for m in args.methods.split(",")]
@@ -875,6 +868,10 @@ def parser():
     s.add_argument("--repeats", type=int, default=5)
     s.add_argument("--copy-bytes", type=int, default=COPY_BYTES)
     s.add_argument("--no-backward", action="store_true")
+    s.add_argument("--pallas", choices=["auto", "yes", "no"], default="auto",
+                   help="the kernel's rows (on planes, the headline, and on complex arrays); "
+                        "auto: on a GPU where it runs; yes: also on a CPU, in Pallas interpret "
+                        "mode (slow, for testing)")
     s.set_defaults(run=run_scan)
     bench_layer.add_parser(sub)
     pp = sub.add_parser("plans", help="the kernel's tuning sweep (tiles × chunks per shape)")

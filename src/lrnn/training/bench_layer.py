@@ -28,8 +28,8 @@ from .. import layers, model as model_lib, orthogonal
 from .. import scan as scan_lib
 from ..layers import ornn
 from ..scan import choose_method
-from ._bench_common import (compile_and_memory, device_info, on_gpu, paper_scan, pick_device,
-                            target_row, time_interleaved, write_json)
+from ._bench_common import (compile_and_memory, device_info, on_gpu, pallas_runs_here,
+                            paper_scan, pick_device, target_row, time_interleaved, write_json)
 
 
 # ----------------------------------------------------------------------------------------
@@ -133,6 +133,52 @@ def run_layer(args):
 # LRU and RotRNN layers: auto against the papers' associative scan.
 # ----------------------------------------------------------------------------------------
 
+#: The layouts of the rows: what the scan reads and writes around it.
+PLANES = "planes"
+COMPLEX_ARRAYS = "complex arrays"
+
+
+def layer_scan_rows(with_pallas: bool) -> list[dict]:
+    """The rows of the layer table, in print order: ``scan`` (the label), ``method``,
+    ``layout`` and ``headline``. With the kernel, its row on planes (what the layers run) is
+    the headline and the same kernel on complex arrays (XLA's split and join around it, the
+    layers' former path) sits beside it; ``auto`` and the papers' scan follow."""
+    rows = []
+    if with_pallas:
+        rows += [dict(scan="pallas", method="pallas", layout=PLANES, headline=True),
+                 dict(scan="pallas, complex arrays", method="pallas", layout=COMPLEX_ARRAYS,
+                      headline=False)]
+    rows += [dict(scan="auto", method="auto", layout=None, headline=not with_pallas),
+             dict(scan="paper: associative_scan", method=None, layout=COMPLEX_ARRAYS,
+                  headline=False)]
+    return rows
+
+
+def _layout_of(method_picked: str) -> str:
+    return PLANES if method_picked == "pallas" else COMPLEX_ARRAYS
+
+
+def _pallas_rows_here(choice: str, device) -> bool:
+    if choice == "no":
+        return False
+    if choice == "yes":
+        return True
+    if device.platform != "gpu":
+        return False
+    ok, why = pallas_runs_here()
+    if not ok:
+        print(f"pallas rows left out: {why}")
+    return ok
+
+
+def _row_context(spec):
+    if spec["method"] is None:
+        return papers_scan()
+    if spec["layout"] == COMPLEX_ARRAYS:
+        return scan_lib.complex_arrays()
+    return contextlib.nullcontext()
+
+
 def _scan_rows(args, device, names):
     gpu = device.platform == "gpu"
     d_model = args.d_model or (256 if gpu else 64)
@@ -142,6 +188,7 @@ def _scan_rows(args, device, names):
     heads = args.heads
     if not names:
         return {"results": [], "speedup_auto_over_paper": {}}
+    specs = layer_scan_rows(_pallas_rows_here(getattr(args, "pallas", "auto"), device))
     print(f"device: {device.platform} ({device.device_kind}); d_model={d_model} "
           f"d_state={d_state} B={batch} L={length} RotRNN heads={heads}")
     key = jax.random.PRNGKey(0)
@@ -153,39 +200,54 @@ def _scan_rows(args, device, names):
         params = mod.init(jax.random.PRNGKey(1), d_model, d_state, **options)
         chosen.append((name, mod, jax.device_put(params, device)))
     results = []
-    print(f"{'layer':<8} {'scan':<26} {'compile s':>9} {'step ms':>9} {'median ms':>9} {'f+b MiB':>9}")
+    print(f"  {'layer':<8} {'scan':<26} {'layout':<15} {'compile s':>9} {'step ms':>9} "
+          f"{'median ms':>9} {'f+b MiB':>9}")
     for name, mod, params in chosen:
         calls = []
-        for label in ("auto", "paper: associative_scan"):
-            def loss(p, u, mod=mod):
-                return jnp.mean(mod.apply(p, u) ** 2)
+        for spec in specs:
+            method = spec["method"] or "auto"
+
+            def loss(p, u, mod=mod, method=method):
+                return jnp.mean(mod.apply(p, u, scan_method=method) ** 2)
             step = jax.value_and_grad(loss)      # a new function: jit must not reuse a trace
-            row = {"layer": name, "scan": label, "d_model": d_model, "d_state": d_state,
+            row = {"layer": name, "scan": spec["scan"], "layout": spec["layout"],
+                   "headline": spec["headline"], "d_model": d_model, "d_state": d_state,
                    "batch": batch, "length": length}
             if name == "rotrnn":
                 row["heads"] = heads
-            if label == "auto":
+            if spec["method"] == "auto":
                 row["auto_picks"] = choose_method((batch, length, d_state // 2 if name == "rotrnn"
                                                    else d_state), backend=device.platform)
-                compiled, row["compile_s"], row["memory_fwdbwd"] = compile_and_memory(step, params, u)
-            else:
-                with papers_scan():
-                    compiled, row["compile_s"], row["memory_fwdbwd"] = \
-                        compile_and_memory(step, params, u)
+                row["layout"] = _layout_of(row["auto_picks"])
+            with _row_context(spec):
+                compiled, row["compile_s"], row["memory_fwdbwd"] = \
+                    compile_and_memory(step, params, u)
             calls.append((compiled, (params, u)))
             results.append(row)
-        for row, (best, median) in zip(results[-2:], time_interleaved(calls, repeats=args.repeats)):
+        for row, (best, median) in zip(results[-len(specs):],
+                                       time_interleaved(calls, repeats=args.repeats)):
             row["step_s"], row["step_median_s"] = best, median
-            label = row["scan"]
-            mem = row["memory_fwdbwd"]["peak_bytes"] / 2**20 if row["memory_fwdbwd"] else float("nan")
-            print(f"{name:<8} {label:<26} {row['compile_s']:9.2f} {row['step_s'] * 1e3:9.2f} "
+            memory = row["memory_fwdbwd"]
+            mem = memory["peak_bytes"] / 2**20 if memory else float("nan")
+            mark = "★" if row["headline"] else " "
+            print(f"{mark} {name:<8} {row['scan']:<26} {row['layout']:<15} "
+                  f"{row['compile_s']:9.2f} {row['step_s'] * 1e3:9.2f} "
                   f"{row['step_median_s'] * 1e3:9.2f} {mem:9.1f}", flush=True)
+    print("★ the headline row: the kernel on planes where it runs, else auto")
     speedups = {}
     for name, _, _ in chosen:
         a = next(r for r in results if r["layer"] == name and r["scan"] == "auto")
-        p = next(r for r in results if r["layer"] == name and r["scan"] != "auto")
+        p = next(r for r in results
+                 if r["layer"] == name and r["scan"] == "paper: associative_scan")
         speedups[name] = p["step_s"] / a["step_s"]
         print(f"{name}: auto is {speedups[name]:.2f}x the speed of the papers' associative scan")
+        planes = [r for r in results if r["layer"] == name and r["scan"] == "pallas"]
+        arrays = [r for r in results
+                  if r["layer"] == name and r["scan"] == "pallas, complex arrays"]
+        if planes and arrays:
+            ratio = arrays[0]["step_s"] / planes[0]["step_s"]
+            print(f"{name}: the kernel on planes is {ratio:.2f}x the speed of the kernel on "
+                  "complex arrays")
     return {"results": results, "speedup_auto_over_paper": speedups}
 
 
@@ -421,5 +483,9 @@ def add_parser(subparsers):
                     help="oRNN batch sweep: numbers of reflections m (capped at the hidden size)")
     la.add_argument("--construction", action="store_true",
                     help="also time and check the two ways of forming W (w_construction)")
+    la.add_argument("--pallas", choices=["auto", "yes", "no"], default="auto",
+                    help="layer rows: the kernel's rows, on planes (the headline) and on complex "
+                         "arrays; auto: on a GPU where it runs; yes: also on a CPU, in Pallas "
+                         "interpret mode (slow, for testing)")
     la.add_argument("--repeats", type=int, default=5)
     la.set_defaults(run=run_layer)
