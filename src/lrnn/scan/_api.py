@@ -138,6 +138,22 @@ def _require_pallas_runs(dtype):
                              f"({why}); use method='auto', which falls back to an XLA method.")
 
 
+def _is_time_invariant(a, b_shape, b_name) -> bool:
+    """True for one decay per channel, ``(N,)``; False for a decay broadcastable to ``b``'s
+    shape (time-varying); a ValueError naming ``a`` otherwise."""
+    n = b_shape[-1]
+    if a.ndim == 1 and a.shape[0] == n:
+        return True
+    try:
+        ok = jnp.broadcast_shapes(a.shape, b_shape) == tuple(b_shape)
+    except ValueError:
+        ok = False
+    if not ok:
+        fail("a", a, f"shape ({n},) (one decay per channel) or a shape broadcastable to "
+                     f"{b_name}'s shape {tuple(b_shape)}")
+    return False
+
+
 def linear_scan(a, b, *, reverse: bool = False, method: str = "auto"):
     """Solve ``x_t = a_t * x_{t-1} + b_t`` with ``x_{-1} = 0`` along axis -2.
 
@@ -167,18 +183,7 @@ def linear_scan(a, b, *, reverse: bool = False, method: str = "auto"):
     require_ndim_at_least("b", b, 2, "(..., L, N)")
     if b.shape[-2] == 0:
         fail("b", b, "at least one time step on axis -2 (L >= 1)")
-    n = b.shape[-1]
-    if a.ndim == 1 and a.shape[0] == n:
-        time_invariant = True
-    else:
-        try:
-            ok = jnp.broadcast_shapes(a.shape, b.shape) == b.shape
-        except ValueError:
-            ok = False
-        if not ok:
-            fail("a", a, f"shape ({n},) (one decay per channel) or a shape broadcastable to "
-                         f"b's shape {tuple(b.shape)}")
-        time_invariant = False
+    time_invariant = _is_time_invariant(a, b.shape, "b")
     dtype = jnp.result_type(a.dtype, b.dtype)
     if not jnp.issubdtype(dtype, jnp.inexact):
         dtype = jnp.result_type(dtype, jnp.float32)
@@ -298,16 +303,7 @@ def linear_scan_planes(a, b_re, b_im, *, reverse: bool = False, method: str = "a
         fail("b_im", b_im, f"the dtype of b_re, {b_re.dtype}")
     if b_re.shape[-2] == 0:
         fail("b_re", b_re, "at least one time step on axis -2 (L >= 1)")
-    n = b_re.shape[-1]
-    time_invariant = a.ndim == 1 and a.shape[0] == n
-    if not time_invariant:
-        try:
-            ok = jnp.broadcast_shapes(a.shape, b_re.shape) == b_re.shape
-        except ValueError:
-            ok = False
-        if not ok:
-            fail("a", a, f"shape ({n},) (one decay per channel) or a shape broadcastable to "
-                         f"b_re's shape {tuple(b_re.shape)}")
+    time_invariant = _is_time_invariant(a, b_re.shape, "b_re")
     out_dtype = jnp.result_type(b_re.dtype, jnp.real(jnp.zeros((), a.dtype)).dtype)
     work = jnp.promote_types(out_dtype, jnp.float32)          # no half-precision complex
     complex_dtype = jnp.result_type(work, jnp.complex64)
