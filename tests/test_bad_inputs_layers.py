@@ -11,7 +11,7 @@ import pytest
 
 from lrnn.training import bench, experiments, train
 from lrnn.layers import lru, ornn, rotrnn
-from lrnn import model, rotlstm
+from lrnn import model
 from lrnn.layers import gru, lstm
 from lrnn.training import data
 
@@ -23,7 +23,7 @@ def _layers(d_in=4):
     return [("lru", lru.init(KEY, d_in, 4), lru.apply),
             ("rotrnn", rotrnn.init(KEY, d_in, 4, 2), rotrnn.apply),
             ("ornn", ornn.init(KEY, d_in, 4, 2), ornn.apply),
-            ("rotlstm", rotlstm.init(KEY, d_in, 4), rotlstm.apply),
+            ("rotlstm", lstm.init(KEY, d_in, 4), lstm.apply),
             ("lstm", lstm.init(KEY, d_in, 4, rotate=False), lstm.apply),
             ("rotgru", gru.init(KEY, d_in, 4), gru.apply),
             ("gru", gru.init(KEY, d_in, 4, rotate=False), gru.apply)]
@@ -76,8 +76,8 @@ def test_ornn_step_rejects_complex_state():
 @pytest.mark.parametrize("bad", [None, 0, 7, 1.5, "key", np.zeros(3)])
 def test_every_init_rejects_what_is_not_a_prng_key(bad):
     inits = [lambda k: lru.init(k, 4, 4), lambda k: rotrnn.init(k, 4, 4, 2),
-             lambda k: ornn.init(k, 2, 4, 2), lambda k: rotlstm.init(k, 2, 4),
-             lambda k: rotlstm.gru_init(k, 2, 4), lambda k: lru.ring_init(k, 4),
+             lambda k: ornn.init(k, 2, 4, 2), lambda k: lstm.init(k, 2, 4),
+             lambda k: gru.init(k, 2, 4), lambda k: lru.ring_init(k, 4),
              lambda k: model.init(k, model.ModelConfig(d_state=4, d_model=4))]
     for init in inits:
         with pytest.raises(ValueError, match="`key`.*PRNG key"):
@@ -106,11 +106,11 @@ def test_lru_apply_without_D():
 
 
 def test_gated_weights_of_the_wrong_shape():
-    p = rotlstm.init(KEY, 2, 4)
+    p = lstm.init(KEY, 2, 4)
     with pytest.raises(ValueError, match=r"`params\['W_i'\]`.*shape \(4, 6\)"):
-        rotlstm.apply({**p, "W_i": p["W_i"][:, :5]}, jnp.ones((3, 2)))
+        lstm.apply({**p, "W_i": p["W_i"][:, :5]}, jnp.ones((3, 2)))
     with pytest.raises(ValueError, match=r"`params`.*'b_rot'"):
-        rotlstm.apply({k: v for k, v in p.items() if k != "b_rot"}, jnp.ones((3, 2)))
+        lstm.apply({k: v for k, v in p.items() if k != "b_rot"}, jnp.ones((3, 2)))
 
 
 # ---------------------------------------------------------------- model and data
