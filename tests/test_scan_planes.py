@@ -100,7 +100,7 @@ def lru_through_complex(params, u, method):
     bu = jnp.einsum("...lh,nh->...ln", u, b)
     lam = lru.eigenvalues(params)
     x = linear_scan(lam, bu, method=method)
-    if "C_re" in params and params["C_re"].shape[1] == 2 * lam.shape[0]:
+    if params["C_re"].shape[1] == 2 * lam.shape[0]:                 # bidirectional
         x = jnp.concatenate([x, linear_scan(lam, bu, reverse=True, method=method)], axis=-1)
     c = params["C_re"] + 1j * params["C_im"]
     return jnp.einsum("...ln,hn->...lh", x, c).real + params["D"] * u

@@ -176,18 +176,28 @@ def chapter_units(nb) -> list[list[str]]:
     return units
 
 
+def _best_window_ratio(tokens, unit, at_least: float) -> float:
+    """The largest difflib ratio between ``tokens`` and ``unit`` (or a same-length window of
+    a long ``unit``), counting only ratios of at least ``at_least`` (the cheap upper bounds
+    skip the rest)."""
+    n, best = len(tokens), 0.0
+    windows = [unit] if len(unit) <= 2 * n else \
+        [unit[i:i + n] for i in range(0, len(unit) - n + 1, max(1, n // 4))]
+    for window in windows:
+        floor = max(best, at_least)
+        matcher = difflib.SequenceMatcher(None, tokens, window, autojunk=False)
+        if matcher.real_quick_ratio() >= floor and matcher.quick_ratio() >= floor:
+            best = max(best, matcher.ratio())
+    return best
+
+
 def copy_score(solution: str, units) -> float:
     """How nearly ``solution`` appears in the chapter: the largest difflib ratio between its
     normalised tokens and a chapter function body or a same-length window of a cell."""
     tokens = normalised_tokens(textwrap.dedent(solution).strip("\n"))
-    n, best = len(tokens), 0.0
+    best = 0.0
     for unit in units:
-        windows = [unit] if len(unit) <= 2 * n else \
-            [unit[i:i + n] for i in range(0, len(unit) - n + 1, max(1, n // 4))]
-        for window in windows:
-            matcher = difflib.SequenceMatcher(None, tokens, window, autojunk=False)
-            if matcher.real_quick_ratio() > best and matcher.quick_ratio() > best:
-                best = max(best, matcher.ratio())
+        best = max(best, _best_window_ratio(tokens, unit, best))
     return best
 
 
@@ -261,15 +271,9 @@ def library_matches(solution: str, threshold: float = LIBRARY_THRESHOLD) -> list
     """``(score, library function)`` for each library function whose body the solution
     matches at ``threshold`` or more (the measure of ``copy_score``)."""
     tokens = normalised_tokens(textwrap.dedent(solution).strip("\n"))
-    n, found = len(tokens), []
+    found = []
     for name, unit in library_units():
-        windows = [unit] if len(unit) <= 2 * n else \
-            [unit[i:i + n] for i in range(0, len(unit) - n + 1, max(1, n // 4))]
-        best = 0.0
-        for window in windows:
-            matcher = difflib.SequenceMatcher(None, tokens, window, autojunk=False)
-            if matcher.real_quick_ratio() >= threshold and matcher.quick_ratio() >= threshold:
-                best = max(best, matcher.ratio())
+        best = _best_window_ratio(tokens, unit, threshold)
         if best >= threshold:
             found.append((round(best, 2), name))
     return sorted(found, reverse=True)

@@ -237,7 +237,9 @@ def encode(params, x, cfg: ModelConfig):
     return x @ enc["W"] + enc["b"]
 
 
-def _norm(p, s, u, cfg, train):
+def norm(p, s, u, cfg, train):
+    """The block's normalisation: LayerNorm over the features of each step, or BatchNorm over
+    batch and time (running statistics in ``s``, updated when ``train``). Returns ``(v, s)``."""
     if cfg.norm == "layer":
         mean = u.mean(-1, keepdims=True)
         var = u.var(-1, keepdims=True)
@@ -343,7 +345,7 @@ def apply(params, state, x, cfg: ModelConfig, *, train: bool = False, key=None):
     keys = jax.random.split(key, cfg.depth) if key is not None else [None] * cfg.depth
     new_states = []
     for p, s, k in zip(params["blocks"], state["blocks"], keys):
-        v, s = _norm(p["norm"], s, u, cfg, train)
+        v, s = norm(p["norm"], s, u, cfg, train)
         y = _layer_apply(p["layer"], v, cfg)
         y = glu(p["glu"], jax.nn.gelu(y))
         u = u + _dropout(k, y, cfg.dropout, train)
@@ -363,7 +365,7 @@ def layer_inputs(params, state, x, cfg: ModelConfig):
     u = encode(params, x, cfg)
     out = []
     for p, s in zip(params["blocks"], state["blocks"]):
-        v, _ = _norm(p["norm"], s, u, cfg, False)
+        v, _ = norm(p["norm"], s, u, cfg, False)
         out.append(v)
         u = u + glu(p["glu"], jax.nn.gelu(_layer_apply(p["layer"], v, cfg)))
     return out

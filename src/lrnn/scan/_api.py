@@ -204,11 +204,19 @@ def linear_scan(a, b, *, reverse: bool = False, method: str = "auto"):
 # Planes: a complex scan whose inputs and outputs stay two real arrays.
 # ----------------------------------------------------------------------------------------
 
-def _flat_planes(v, shape):
-    g = 1
-    for d in shape[:-2]:
-        g *= d
-    return v.reshape(g, *shape[-2:])
+def _flat(v):
+    """``(..., L, N)`` -> ``(G, L, N)``, the kernel's layout."""
+    return v.reshape(-1, *v.shape[-2:])
+
+
+def _decay_planes(a, shape, *, complex_=False):
+    """The kernel's planes of ``a``: ``(N,)`` each, or ``(G, L, N)`` for a time-varying ``a``
+    broadcast to ``shape``; ``complex_`` adds a zero imaginary plane to a real ``a``."""
+    from .pallas import to_planes
+    planes = to_planes(a) if a.ndim == 1 else tuple(_flat(v) for v in to_planes(a))
+    if complex_ and len(planes) == 1:
+        planes = (planes[0], jnp.zeros_like(planes[0]))
+    return planes
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3,))
@@ -217,26 +225,19 @@ def _pallas_planes(a, b_re, b_im, reverse):
 
 
 def _pallas_planes_fwd(a, b_re, b_im, reverse):
-    from .pallas import scan_planes, to_planes
-    a_planes = to_planes(a) if a.ndim == 1 else tuple(_flat_planes(v, b_re.shape)
-                                                      for v in to_planes(a))
-    x = scan_planes(a_planes, (_flat_planes(b_re, b_re.shape), _flat_planes(b_im, b_im.shape)),
-                    reverse=reverse)
+    from .pallas import scan_planes
+    x = scan_planes(_decay_planes(a, b_re.shape), (_flat(b_re), _flat(b_im)), reverse=reverse)
     return (x[0].reshape(b_re.shape), x[1].reshape(b_re.shape)), (a, x)
 
 
 def _pallas_planes_bwd(reverse, residuals, cotangents):
-    from .pallas import scan_planes, to_planes
+    from .pallas import scan_planes
     a, x = residuals
     g_re, g_im = cotangents
     shape = g_re.shape
-    a_planes = to_planes(a) if a.ndim == 1 else tuple(_flat_planes(v, shape)
-                                                      for v in to_planes(a))
-    if len(a_planes) == 1:                    # a real a: its imaginary plane is zero
-        a_planes = (a_planes[0], jnp.zeros_like(a_planes[0]))
     # JAX's cotangent of the complex x = x_re + i x_im is g_re - i g_im; the adjoint scan runs
     # with a itself (no conjugation), and the cotangent of b_im is minus the imaginary plane.
-    lam, da = scan_planes(a_planes, (_flat_planes(g_re, shape), -_flat_planes(g_im, shape)),
+    lam, da = scan_planes(_decay_planes(a, shape, complex_=True), (_flat(g_re), -_flat(g_im)),
                           reverse=not reverse, x=x)
     da = lax.complex(*da)
     da = da.reshape(a.shape) if a.ndim == 1 else da.reshape(shape)

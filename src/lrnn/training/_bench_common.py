@@ -159,3 +159,17 @@ def pallas_runs_here() -> tuple[bool, str]:
     from ..scan import pallas as scan_pallas
     ok, why = scan_pallas.capability_ok(scan_pallas.device_capability())
     return scan_pallas.kernel_status("gpu") if ok else (ok, why)
+
+
+def want_pallas_rows(choice: str, platform_: str) -> bool:
+    """Whether a benchmark times the kernel's rows: ``choice`` is ``--pallas`` (``yes``: also on
+    a CPU, in Pallas interpret mode; ``no``; ``auto``: on a GPU where the kernel runs, with a
+    notice where it cannot)."""
+    if choice != "auto":
+        return choice == "yes"
+    if platform_ != "gpu":
+        return False
+    ok, why = pallas_runs_here()
+    if not ok:
+        print(f"pallas rows left out: {why}")
+    return ok

@@ -59,7 +59,8 @@ from jax import lax
 from ..scan import choose_method, linear_scan, linear_scan_planes
 from ._bench_common import (block, compile_and_memory, device_info, on_gpu,  # noqa: F401
                             pallas_runs_here, paper_associative_scan, paper_lax_scan,
-                            pick_device, target_row, time_interleaved, write_json, write_text)
+                            pick_device, target_row, time_interleaved, want_pallas_rows,
+                            write_json, write_text)
 from . import bench_layer
 from .bench_layer import layer_targets, papers_scan, run_layer  # noqa: F401 (lrnn bench layer)
 
@@ -122,14 +123,9 @@ def scan_rows(platform_: str, pallas: str = "auto"):
     """The rows of the complex64 table on this platform (on a GPU where the kernel cannot run,
     the pallas rows are left out with a notice). ``pallas="yes"`` adds the kernel's rows on a
     CPU too (Pallas interpret mode: slow, for testing); ``"no"`` leaves them out."""
-    methods = ["sequential", "associative", "chunked", "auto"]
-    with_pallas = pallas == "yes"
-    if platform_ == "gpu":
-        if pallas == "auto":
-            with_pallas, why = pallas_runs_here()
-            if not with_pallas:
-                print(f"pallas rows left out: {why}")
-        methods = ["associative", "chunked", "auto"]
+    with_pallas = want_pallas_rows(pallas, platform_)
+    methods = ["associative", "chunked", "auto"] if platform_ == "gpu" else \
+        ["sequential", "associative", "chunked", "auto"]
     if with_pallas:
         methods.insert(methods.index("auto"), "pallas")
     rows = [_array_row(m, m, (lambda m: lambda lam, bu: linear_scan(lam, bu, method=m))(m))

@@ -28,8 +28,8 @@ from .. import layers, model as model_lib, orthogonal
 from .. import scan as scan_lib
 from ..layers import ornn
 from ..scan import choose_method
-from ._bench_common import (compile_and_memory, device_info, on_gpu, pallas_runs_here,
-                            paper_scan, pick_device, target_row, time_interleaved, write_json)
+from ._bench_common import (compile_and_memory, device_info, on_gpu, paper_scan, pick_device,
+                            target_row, time_interleaved, want_pallas_rows, write_json)
 
 
 # ----------------------------------------------------------------------------------------
@@ -158,19 +158,6 @@ def _layout_of(method_picked: str) -> str:
     return PLANES if method_picked == "pallas" else COMPLEX_ARRAYS
 
 
-def _pallas_rows_here(choice: str, device) -> bool:
-    if choice == "no":
-        return False
-    if choice == "yes":
-        return True
-    if device.platform != "gpu":
-        return False
-    ok, why = pallas_runs_here()
-    if not ok:
-        print(f"pallas rows left out: {why}")
-    return ok
-
-
 def _row_context(spec):
     if spec["method"] is None:
         return papers_scan()
@@ -188,7 +175,7 @@ def _scan_rows(args, device, names):
     heads = args.heads
     if not names:
         return {"results": [], "speedup_auto_over_paper": {}}
-    specs = layer_scan_rows(_pallas_rows_here(getattr(args, "pallas", "auto"), device))
+    specs = layer_scan_rows(want_pallas_rows(args.pallas, device.platform))
     print(f"device: {device.platform} ({device.device_kind}); d_model={d_model} "
           f"d_state={d_state} B={batch} L={length} RotRNN heads={heads}")
     key = jax.random.PRNGKey(0)

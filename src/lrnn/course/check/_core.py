@@ -488,6 +488,13 @@ def _scalar(v) -> str:
 # Random inputs
 # ---------------------------------------------------------------------------------------
 
+def reference_scan(a, b):
+    """``x_t = a_t x_{t-1} + b_t`` in float64 (``lrnn.scan.reference``, imported when a check
+    runs)."""
+    from lrnn.scan.reference import linear_scan
+    return linear_scan(a, b)
+
+
 def randn(rng, *shape, dtype=np.float32):
     return rng.standard_normal(shape).astype(dtype)
 

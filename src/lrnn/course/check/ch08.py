@@ -154,7 +154,7 @@ def reference_block(p, u):
     from lrnn.layers import lru
     h = np.shape(u)[-1]
     cfg = model.ModelConfig(layer="lru", d_input=1, d_model=h, norm="layer")
-    v, _ = model._norm(p["norm"], {}, u, cfg, False)
+    v, _ = model.norm(p["norm"], {}, u, cfg, False)
     y = lru.apply(p["layer"], v, scan_method="sequential")
     return np.asarray(u + model.glu(p["glu"], jax.nn.gelu(y)))
 
@@ -180,7 +180,7 @@ def _(fn, rng):
         inputs = {"u": u, "scale": scale, "bias": bias}
         got = call(fn, inputs)
         cfg = model.ModelConfig(layer="lru", d_input=1, d_model=h, norm="layer")
-        want = np.asarray(model._norm({"scale": scale, "bias": bias}, {}, u, cfg, False)[0])
+        want = np.asarray(model.norm({"scale": scale, "bias": bias}, {}, u, cfg, False)[0])
         hints = [alternative(lambda: np_layer_norm(u, scale, bias, axis=-2),
                              "you normalised over time (axis −2): LayerNorm normalises the H "
                              "features of each step on their own (axis −1).")] if shape[-2] > 1 \
