@@ -8,7 +8,8 @@
 #
 #     LRNN_COMMIT=<sha> bash scripts/gpu_run.sh [--results DIR] [--dry-run] [STEP ...]
 #
-# STEP: env scan layer targets doctor-library doctor-grading doctor-notebooks train train-targets
+# STEP: env scan plans plans-tv layer targets doctor-library doctor-grading doctor-notebooks train
+# train-targets
 # (default: all, in this order).
 # --dry-run: every step on this CPU at the smallest sizes (JAX_PLATFORMS=cpu), to check that each
 # one starts and writes where it should. A .gpu-results.tgz in the tree (carried) is unpacked
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-all=(env scan layer targets doctor-library doctor-grading doctor-notebooks train train-targets)
+all=(env scan plans plans-tv layer targets doctor-library doctor-grading doctor-notebooks train train-targets)
 [ ${#steps[@]} -eq 0 ] && steps=("${all[@]}")
 for s in "${steps[@]}"; do
   case " ${all[*]} " in *" $s "*) ;; *) echo "gpu_run.sh: unknown step '$s' (one of: ${all[*]})" >&2; exit 2 ;; esac
@@ -60,12 +61,18 @@ elif compgen -G "$root/.whl/*.whl" > /dev/null; then
 fi
 if [ $dry = 1 ]; then
   export JAX_PLATFORMS=cpu
-  dev=cpu scan_args="--shapes 1x64x16 --tv-shapes 1x64x16 --repeats 1"
+  dev=cpu scan_args="--shapes 1x64x16 --tv-shapes 1x64x16 --repeats 1 --pallas yes"
   layer_args="--d-model 8 --d-state 16 --heads 2 --batch 1 --length 32 --models none --repeats 1"
   doctor_args="--quick"
   train_args="smoke"
+  plans_args="--interpret --max-tiles 1 --repeats 1 --copy-bytes 65536 --xla-methods associative"
+  plans_ti="--shapes 1x64x16" plans_tv="--shapes 1x64x16"
 else
   dev=gpu scan_args="--repeats 20" layer_args="--construction" doctor_args="" train_args="gpu-targets"
+  # the tuning sweep (measured tiles and the time-parallel design), one kind per step
+  plans_args="--budget-s 420"
+  plans_ti="--shapes 16x16384x256,64x4096x256,32x1024x512,1x65536x64"
+  plans_tv="--shapes 8x4096x1024,16x16384x256,1x65536x1024"
 fi
 
 meta() {  # step rc seconds command...
@@ -120,6 +127,8 @@ for s in "${steps[@]}"; do
   case $s in
     env) step env "$py" -c "import lrnn, jax, nbclient, ipykernel, mlxtend; print(jax.__version__, jax.devices()); import lrnn.scan.pallas as p; print(p.kernel_status())" ;;
     scan) step scan "$py" -m lrnn bench scan --device $dev $scan_args --out "$R/bench_scan_$dev.json" --targets-md "$R/scan_targets_$dev.md" ;;
+    plans) step plans "$py" -m lrnn bench plans --device $dev $plans_args $plans_ti --kinds ti-complex --out "$R/plans_ti_$dev.jsonl" ;;
+    plans-tv) step plans-tv "$py" -m lrnn bench plans --device $dev $plans_args $plans_tv --kinds tv-real --out "$R/plans_tv_$dev.jsonl" ;;
     layer) step layer "$py" -m lrnn bench layer --device $dev $layer_args --out "$R/bench_layer_$dev.json" ;;
     targets) step targets "$py" -m lrnn bench targets --scan "$R/bench_scan_$dev.json" --layer "$R/bench_layer_$dev.json" --out "$R/targets_$dev.md" ;;
     # the doctor in three parts, each under the step limit, each with its own report folder

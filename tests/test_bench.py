@@ -223,7 +223,10 @@ def test_scan_rows_put_the_kernel_on_planes_first_as_the_headline():
         assert labels[i + 1] == "pallas"                             # the arrays row beside it
         assert rows[i].headline and rows[i].layout == "planes"
         assert [r.label for r in rows if r.headline] == ["pallas kernel (re/im planes)"]
-        assert all(r.layout == "complex arrays" for r in rows if r is not rows[i])
+        # the next design beside them, on planes too, never the headline
+        assert labels[i + 2] == bench.TIME_PARALLEL_PLANES
+        assert rows[i + 2].layout == "planes" and not rows[i + 2].headline
+        assert all(r.layout == "complex arrays" for r in rows if r not in (rows[i], rows[i + 2]))
     assert "pallas" not in [r.label for r in bench.scan_rows("cpu")]
     assert "pallas" not in [r.label for r in bench.scan_rows("gpu", "no")]
 
@@ -237,6 +240,28 @@ def test_scan_benchmark_times_the_planes_row_in_interpret_mode(tmp_path):
     assert (planes["layout"], planes["headline"]) == ("planes", True)
     assert (arrays["layout"], arrays["headline"]) == ("complex arrays", False)
     assert planes["err_vs_sequential"] < 1e-5 and planes["fwdbwd_s"] > 0
+    proposed = rows[bench.TIME_PARALLEL_PLANES]
+    assert proposed["err_vs_sequential"] < 1e-5 and proposed["fwdbwd_s"] > 0
+
+
+def test_the_time_parallel_rows_plan_with_the_next_design(monkeypatch):
+    # The row traces its function (forward and VJP) inside design("time-parallel"): the plan
+    # it gets is the next design's, while the other rows keep the measured table.
+    from lrnn.scan import pallas as scan_pallas
+    from lrnn.scan import pallas_tuning
+    seen = []
+    real = scan_pallas.plan
+    monkeypatch.setattr(scan_pallas, "plan", lambda *a, **k: seen.append(
+        pallas_tuning.current_design()) or real(*a, **k))
+    rows = {r.label: r for r in bench.scan_rows("cpu", "yes")}
+    lam = jnp.full((4,), 0.9 + 0.1j, jnp.complex64)
+    bu = jnp.ones((1, 8, 4), jnp.complex64)
+    for label, design in ((bench.TIME_PARALLEL_PLANES, "time-parallel"),
+                          ("pallas kernel (re/im planes)", "measured")):
+        seen.clear()
+        fwd_args, fwdbwd_args = rows[label].prepare(lam, bu, bu)
+        jax.jit(rows[label].fwdbwd)(*fwdbwd_args)
+        assert seen and set(seen) == {design}, (label, seen)
 
 
 def test_layer_rows_are_labelled_by_layout():

@@ -25,13 +25,19 @@ def _run(tmp_path, *args):
 
 def test_dry_run_writes_every_step_with_its_record_and_resumes(tmp_path):
     results = tmp_path / "r"
-    steps = ["env", "scan", "layer", "targets"]
+    steps = ["env", "scan", "plans", "plans-tv", "layer", "targets"]
     done = _run(tmp_path, "--dry-run", "--results", str(results), *steps)
     assert done.returncode == 0, done.stdout + done.stderr
     for name in ["bench_scan_cpu.json", "scan_targets_cpu.md", "bench_layer_cpu.json",
-                 "targets_cpu.md"]:
+                 "targets_cpu.md", "plans_ti_cpu.jsonl", "plans_tv_cpu.jsonl"]:
         assert (results / name).stat().st_size > 0, name
-    json.loads((results / "bench_scan_cpu.json").read_text())
+    scan = json.loads((results / "bench_scan_cpu.json").read_text())
+    # the kernel's rows, the time-parallel design's among them, ran (in interpret mode)
+    labels = {r["label"] for r in scan["results"] if "fwd_s" in r}
+    assert {"pallas kernel (re/im planes)", "pallas kernel, time-parallel (planes)"} <= labels
+    for kind in ("ti", "tv"):
+        rows = [json.loads(line) for line in (results / f"plans_{kind}_cpu.jsonl").open()]
+        assert any("synced_s" in r for r in rows[1:]), kind
     for step in steps:
         meta = json.loads((results / f"{step}.meta.json").read_text())
         assert meta["rc"] == 0 and meta["commit"] == "0123abc" and meta["device"] == ["cpu"]

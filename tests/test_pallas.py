@@ -400,10 +400,12 @@ def test_table_tiles_are_shrunk_to_the_register_budget(kind):
                 assert pallas_tuning.registers(p.tiles, k, adjoint) <= 255
 
 
-def test_lowering_survives_a_0_11_style_gpu_lookup(monkeypatch):
+@pytest.mark.parametrize("design", ["measured", "time-parallel"])
+def test_lowering_survives_a_0_11_style_gpu_lookup(monkeypatch, design):
     """Without JAX >= 0.11 here, its lookup is emulated on the older lowering: the GPU comes
     from the abstract mesh's device or the lowering fails hard (0.11 raises instead of falling
-    back to sm_90). The kernel must lower inside ``cuda_lowering_target`` and only there."""
+    back to sm_90). The kernel must lower inside ``cuda_lowering_target`` and only there, in
+    both designs (the time-parallel one: W = 8 sub-blocks per program)."""
     try:
         from jax._src.pallas.triton import gpu_info            # noqa: F401
         pytest.skip(f"JAX {jax.__version__} has the real lookup (tested by the test above)")
@@ -437,7 +439,11 @@ def test_lowering_survives_a_0_11_style_gpu_lookup(monkeypatch):
                                        capability="9.0")
 
     def lower():
-        return jax.jit(forward_and_adjoint).trace(a, b).lower(lowering_platforms=("cuda",))
+        with pallas_tuning.design(design):
+            return jax.jit(forward_and_adjoint).trace(a, b).lower(lowering_platforms=("cuda",))
+    with pallas_tuning.design(design):
+        assert scan_pallas.plan(1, 64, 16, capability="9.0").tiles.time_warps == (
+            8 if design == "time-parallel" else 1)
     with pytest.raises(AssertionError, match="No supported GPU devices found"):
         lower()
     with scan_pallas.cuda_lowering_target():     # the trace records the abstract mesh

@@ -11,10 +11,13 @@ element with a time-varying ``a``). The plan:
   block of channels, walking time with an unrolled loop;
 * **narrow** problems (few sequences and channels, long ``L``): time is cut into ``C`` chunks.
   Pass 1 (*reduce*) scans chunks ``0 … C-2`` from zero and keeps only their end states and
-  gains; pass 2 (*scan*) starts each chunk from its true incoming state, folded in-kernel from
-  those end states, and writes ``x``. That reads ``b`` ``(2C-1)/C`` times and writes ``x`` once:
-  fewer bytes than writing ``x`` and re-reading it for a separate fix-up, and no extra launch
-  for the carries.
+  gains; a tiny scan over those ``C - 1`` rows (``chunk_carries``) gives each chunk its true
+  incoming state; pass 2 (*scan*) starts each chunk from its row of it and writes ``x``. That
+  reads ``b`` ``(2C-1)/C`` times and writes ``x`` once: fewer bytes than writing ``x`` and
+  re-reading it for a separate fix-up;
+* **time in parallel inside a program** (``Tiles(time_warps=W)``, the design planned inside
+  ``pallas_tuning.design("time-parallel")``): W warps scan W sub-blocks of U rows at once and
+  combine their end states in registers before one fix-up and one store (``pallas_triton``).
 
 Gradients (``backward``): the adjoint is the same kernel in the opposite direction on the
 cotangent, reading the forward states one row ahead to form ``da`` in the same pass.
@@ -35,7 +38,7 @@ from jax import lax
 
 from .._validate import fail
 from . import pallas_tuning
-from .pallas_triton import KernelSpec, Tiles, quiet_triton_deprecation, run_pass
+from .pallas_triton import KernelSpec, Tiles, _power_planes, quiet_triton_deprecation, run_pass
 
 #: dtypes the kernel reads and writes (it accumulates in float32 whatever the I/O dtype).
 IO_DTYPES = ("float32", "complex64", "bfloat16")
@@ -100,12 +103,19 @@ def plan(g: int, length: int, n: int, *, kind: str = "ti-complex", capability=No
         fail("block_n", tiles.block_n, "a power of two (GPU vector width)")
     if bn != tiles.block_n:
         tiles = dataclasses.replace(tiles, block_n=bn, warps=max(1, min(tiles.warps, bn // 32)))
+    w = tiles.time_warps
+    if w < 1 or w & (w - 1):
+        fail("tiles.time_warps", w, "a power of two (1: one warp walks time alone)")
+    if w > 1 and tiles.prefetch:
+        fail("tiles.prefetch", True, "False with time_warps > 1 (the W sub-blocks already put "
+                                     "W·U rows in flight)")
     n_pad = -(-n // bn) * bn
     if chunk is None:
-        wanted = -(-gen.target_lanes // (g * n))
+        wanted = -(-gen.target_lanes // (g * n * w))
         n_chunks = max(1, min(wanted, length // gen.min_chunk))
         chunk = -(-length // n_chunks)
-        chunk = -(-chunk // tiles.unroll) * tiles.unroll     # whole unrolled blocks per chunk
+        rows = tiles.unroll * w                      # whole (super-)blocks per chunk
+        chunk = -(-chunk // rows) * rows
     chunk = max(1, min(int(chunk), length))
     return Plan(tiles, chunk, -(-length // chunk), n_pad, gen.name)
 
@@ -137,22 +147,28 @@ def from_planes(planes):
     return lax.complex(*planes) if len(planes) == 2 else planes[0]
 
 
-def _power(a, p: int):
-    """``a ** p`` on planes, by repeated squaring (exact integer power, no log/exp)."""
-    from .pallas_triton import _mul
-    result, base = None, a
-    while p:
-        if p & 1:
-            result = base if result is None else _mul(result, base)
-        base = _mul(base, base)
-        p >>= 1
-    return result
-
-
 def _chunk_lengths(length, chunk, n_chunks, reverse):
     """Lengths of the chunks in the order the scan processes them."""
     lengths = [min(chunk, length - c * chunk) for c in range(n_chunks)]
     return lengths[::-1] if reverse else lengths
+
+
+def chunk_carries(gains, ends):
+    """The state entering each chunk, from the reduce pass's summaries: a tiny scan over the
+    chunk ends instead of a serial fold in every program.
+
+    ``gains`` (planes, ``(G, C-1, Np)`` or ``(1, C-1, Np)``) and ``ends`` (planes, ``(G, C-1,
+    Np)``) are chunk ``r``'s product of ``a`` and end state from zero, in processing order.
+    Returns planes ``(G, C, Np)``: zero for the first chunk, then ``h_{r+1} = gain_r h_r +
+    end_r`` (a parallel scan over the ``C - 1`` rows; ``C`` is at most a few hundred)."""
+    from .pallas_triton import _fma, _mul
+    gains = tuple(jnp.broadcast_to(v, ends[0].shape) for v in gains)
+
+    def compose(earlier, later):
+        (g1, e1), (g2, e2) = earlier, later
+        return _mul(g2, g1), _fma(g2, e1, e2)
+    _, through = lax.associative_scan(compose, (gains, ends), axis=1)
+    return tuple(jnp.concatenate([jnp.zeros_like(v[:, :1]), v], axis=1) for v in through)
 
 
 def scan_planes(a, b, *, reverse=False, x=None, tiles=None, chunk=None, interpret=None,
@@ -198,9 +214,9 @@ def scan_planes(a, b, *, reverse=False, x=None, tiles=None, chunk=None, interpre
         a_p = tuple(pad(v.astype(jnp.float32))[None] for v in a)
     spec = dict(ka=ka, k=k, varying=varying, reverse=reverse, length=length, chunk=p.chunk,
                 n_chunks=p.n_chunks, unroll=p.tiles.unroll, prefetch=p.tiles.prefetch,
-                a_behind=adjoint and varying)
+                a_behind=adjoint and varying, time_warps=p.tiles.time_warps)
     run = functools.partial(run_pass, tiles=p.tiles, io_dtype=io, interpret=interpret)
-    ends = gains = ()
+    carries = ()
     if p.n_chunks > 1:
         summary = run(KernelSpec(mode="reduce", adjoint=False, **spec), a_p, b_p)
         ends = tuple(summary[:k])
@@ -208,9 +224,10 @@ def scan_planes(a, b, *, reverse=False, x=None, tiles=None, chunk=None, interpre
             gains = tuple(summary[k:])
         else:                              # a ** (chunk length), per chunk in processing order
             lengths = _chunk_lengths(length, p.chunk, p.n_chunks, reverse)[:-1]
-            powers = {m: _power(tuple(v[0] for v in a_p), m) for m in set(lengths)}
-            gains = tuple(jnp.stack([powers[m][i] for m in lengths]) for i in range(ka))
-    outs = run(KernelSpec(mode="scan", adjoint=adjoint, **spec), a_p, b_p, x_p, ends, gains)
+            powers = {m: _power_planes(tuple(v[0] for v in a_p), m) for m in set(lengths)}
+            gains = tuple(jnp.stack([powers[m][i] for m in lengths])[None] for i in range(ka))
+        carries = chunk_carries(gains, ends)
+    outs = run(KernelSpec(mode="scan", adjoint=adjoint, **spec), a_p, b_p, x_p, carries)
     trim = lambda v: v if p.n_pad == n else v[..., :n]          # noqa: E731
     if not adjoint:
         return tuple(trim(v) for v in outs)

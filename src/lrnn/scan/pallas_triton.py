@@ -20,12 +20,25 @@ instead of one (Little's law: bytes in flight = bandwidth × latency). ``prefetc
 loads of the next block before the arithmetic of the current one (2U rows in flight). The loop
 is unrolled by hand in Python: Pallas-Triton rejects ``fori_loop(unroll=...)``.
 
+**Time in parallel inside a program** (``time_warps`` = W > 1; the design of TUNING.md "Next
+design"). The program walks its rows in super-blocks of W·U rows. Sub-block ``w`` (rows
+``w·U … w·U + U - 1`` of the super-block, in processing order) is row ``w`` of every ``(W,
+block_n)`` tile, so each of the W warps scans its own U rows from zero, with W·U rows in
+flight per program instead of U. Their end states ``E_w`` and gains ``G_w`` (the product of
+the sub-block's ``a``) are then combined across the W rows in registers: an inclusive scan of
+the pairs ``(G, E)`` under ``(G, E) ∘ (G', E') = (G'G, G'E + E')`` in log2(W) rounds
+(Hillis-Steele), each shifting a tile by ``d`` rows as a masked sum over a ``(W, W, block_n)``
+broadcast (no slicing of register tensors, which Triton cannot do). Each sub-block's true
+incoming state ``h_w`` follows from the state entering the super-block, and every row is fixed
+up once, ``x_{w,u} = local_{w,u} + (a_{w,1} … a_{w,u}) h_w``, and stored once: one read of
+``b`` and one write of ``x``. Rows left over (fewer than W·U) take the one-warp loop below.
+
 **Chunks.** Every ref that spans time is the whole ``(L, block_n)`` column of its sequence and
 channel block; grid axis 2 picks a chunk of ``chunk`` rows inside it. With one chunk the scan
 pass starts from zero. With several, the reduce pass (one program per chunk, the last in
-processing order excepted: nobody needs its end state) writes end states and gains, and each
-scan-pass program first folds the end states of the chunks before it into its incoming state
-(a loop of at most ``n_chunks - 1`` rows of ``block_n`` numbers, no extra launch).
+processing order excepted: nobody needs its end state) writes end states and gains; a tiny
+scan over those ``n_chunks - 1`` rows (``pallas.chunk_carries``, outside the kernel) gives every
+chunk its incoming state, and each scan-pass program reads its one row of it.
 """
 from __future__ import annotations
 
@@ -60,6 +73,9 @@ class Tiles:
     warps: int = 1
     stages: int = 1
     prefetch: bool = False
+    #: W: sub-blocks of ``unroll`` rows scanned at once, one warp each, combined in registers
+    #: (1: today's kernel, time sequential per thread). A power of two; no ``prefetch`` with it.
+    time_warps: int = 1
 
 
 # ----------------------------------------------------------------------------------------
@@ -103,6 +119,7 @@ class KernelSpec:
     a_behind: bool           # time-varying a read one row behind (the adjoint's a_{t+1})
     unroll: int
     prefetch: bool
+    time_warps: int = 1      # W (see "Time in parallel inside a program")
 
 
 def _chunk_rows(spec: KernelSpec, q):
@@ -126,8 +143,7 @@ def _kernel(*refs, spec: KernelSpec):
     b_refs = take(k)
     x_refs = take(k) if spec.adjoint else ()
     carry_in = spec.mode == "scan" and spec.n_chunks > 1
-    ends_refs = take(k) if carry_in else ()
-    gains_refs = take(ka) if carry_in else ()
+    carry_refs = take(k) if carry_in else ()
     out_refs = take(k)                  # x (scan) or the chunk's end state (reduce)
     if spec.mode == "reduce":
         gain_out = take(ka) if spec.varying else ()
@@ -166,14 +182,8 @@ def _kernel(*refs, spec: KernelSpec):
         x_ahead = load_masked(x_refs, row + step) if spec.adjoint else None
         return a, load(b_refs, row), x_ahead
 
-    # The state entering this chunk: fold the end states of the chunks processed before it.
-    if carry_in:
-        def fold(r, h):
-            gain = load(gains_refs, r)
-            return _fma(gain, h, load(ends_refs, r))
-        h0 = lax.fori_loop(0, q, fold, zero)
-    else:
-        h0 = zero
+    # The state entering this chunk: its row of the carries (a tiny scan over chunk ends).
+    h0 = tuple(r[...].astype(f32) for r in carry_refs) if carry_in else zero
     one = (jnp.ones(shape, f32),) + (jnp.zeros(shape, f32),) * (ka - 1)
     da0 = zero if (spec.adjoint and not spec.varying) else ()
     gain0 = one if (spec.mode == "reduce" and spec.varying) else ()
@@ -202,16 +212,24 @@ def _kernel(*refs, spec: KernelSpec):
                 r[pl.ds(row, 1), :] = v.astype(r.dtype)
         return h, gain, da
 
-    U = spec.unroll
-    n_blocks = n // U
+    U, W = spec.unroll, spec.time_warps
+    state = (h0, gain0, da0)
+    done = 0                                   # rows of this chunk already scanned
+    if W > 1:
+        superblock = _superblocks(spec, refs=(a_refs, b_refs, x_refs, out_refs, da_refs),
+                                  first=first, step=step, a_fixed=a_fixed, width=shape[1])
+        n_super = n // (W * U)
+        state = lax.fori_loop(0, n_super, superblock, state)
+        done = n_super * (W * U)
+
+    n_blocks = (n - done) // U
 
     def block(i, state):
-        p0 = i * U
+        p0 = done + i * U
         loaded = [load_step(p0 + u) for u in range(U)]
         return advance(loaded, p0, state)
 
-    state = (h0, gain0, da0)
-    if spec.prefetch and U > 1:
+    if spec.prefetch and U > 1 and W == 1:
         def block_prefetch(i, carry):
             state, loaded = carry
             p0 = i * U
@@ -223,9 +241,9 @@ def _kernel(*refs, spec: KernelSpec):
         state, _ = lax.fori_loop(0, n_blocks, block_prefetch, (state, first_block))
     else:
         state = lax.fori_loop(0, n_blocks, block, state)
-    # The tail: n % U steps, one at a time.
-    tail_start = n_blocks * U
-    if isinstance(n, int):
+    # The tail: the last (n - done) % U steps, one at a time.
+    tail_start = done + n_blocks * U
+    if isinstance(n, int) and isinstance(tail_start, int):
         loaded = [load_step(tail_start + u) for u in range(n - tail_start)]
         state = advance(loaded, tail_start, state) if loaded else state
     else:
@@ -244,6 +262,118 @@ def _kernel(*refs, spec: KernelSpec):
             r[...] = v
 
 
+def _superblocks(spec: KernelSpec, *, refs, first, step, a_fixed, width):
+    """The body of the loop over super-blocks of W·U rows (``time_warps`` = W > 1): see "Time
+    in parallel inside a program" above. Returns ``body(i, (h, gain, da)) -> (h, gain, da)``
+    with the same ``(1, block_n)`` state as the one-warp loop."""
+    a_refs, b_refs, x_refs, out_refs, da_refs = refs
+    f32 = jnp.float32
+    U, W, length = spec.unroll, spec.time_warps, spec.length
+    tile = (W, width)
+    sub_w = lax.broadcasted_iota(jnp.int32, (W,), 0)        # sub-block of each tile row
+    sub_col = lax.broadcasted_iota(jnp.int32, (W, 1), 0)    # the same, as a column (masks)
+    ones = (jnp.ones(tile, f32),) + (jnp.zeros(tile, f32),) * (spec.ka - 1)
+    zeros = tuple(jnp.zeros(tile, f32) for _ in range(spec.k))
+
+    def load(refs_, rows):
+        return tuple(r[rows, :].astype(f32) for r in refs_)
+
+    def load_masked(refs_, rows, rows_col):
+        inside = jnp.logical_and(rows_col >= 0, rows_col < length)
+        clamped = jnp.minimum(jnp.maximum(rows, 0), length - 1)
+        return tuple(jnp.where(inside, v, 0.0) for v in load(refs_, clamped))
+
+    def shift(planes, d, fill=None):
+        """Tile rows moved down by ``d``: row w gets row w - d; rows w < d get ``fill`` (or 0)."""
+        picks = (lax.broadcasted_iota(jnp.int32, (W, W, 1), 1)
+                 == lax.broadcasted_iota(jnp.int32, (W, W, 1), 0) - d)
+        moved = tuple(jnp.sum(jnp.where(picks, v[None], 0.0), axis=1) for v in planes)
+        if fill is None:
+            return moved
+        return tuple(jnp.where(sub_col >= d, m, f) for m, f in zip(moved, fill))
+
+    def last_row(planes):
+        return tuple(jnp.sum(jnp.where(sub_col == W - 1, v, 0.0), axis=0, keepdims=True)
+                     for v in planes)
+
+    def inclusive_scan(gains, ends):
+        """Row w becomes the composition of sub-blocks 0 … w (Hillis-Steele, log2 W rounds)."""
+        d = 1
+        while d < W:
+            earlier_ends, earlier_gains = shift(ends, d), shift(gains, d, ones)
+            ends = _fma(gains, earlier_ends, ends)
+            gains = _mul(gains, earlier_gains)
+            d *= 2
+        return gains, ends
+
+    a_power_u = None if spec.varying else tuple(
+        jnp.broadcast_to(v, tile) for v in _power_planes(a_fixed, U))
+
+    def rows_of(p0, u):
+        """Rows of step u of every sub-block, as a vector (to index) and a column (to mask)."""
+        return first + step * (p0 + sub_w * U + u), first + step * (p0 + sub_col * U + u)
+
+    def body(i, state):
+        h, gain, da = state
+        p0 = i * (W * U)
+        steps = []
+        for u in range(U):                     # every load of the super-block first
+            rows, rows_col = rows_of(p0, u)
+            if not spec.varying:
+                a = a_fixed
+            elif spec.a_behind:
+                a = load_masked(a_refs, rows - step, rows_col - step)
+            else:
+                a = load(a_refs, rows)
+            x_ahead = load_masked(x_refs, rows + step, rows_col + step) if spec.adjoint else None
+            steps.append((rows, a, load(b_refs, rows), x_ahead))
+        local, prefix, locals_, prefixes = zeros, ones, [], []
+        for _, a, b, _ in steps:               # each sub-block from zero: x = a x + b
+            local = _fma(a, local, b)
+            locals_.append(local)
+            if spec.varying:
+                prefix = _mul(prefix, a)
+                prefixes.append(prefix)
+        gains, ends = inclusive_scan(prefix if spec.varying else a_power_u, local)
+        through = _fma(gains, h, ends)         # the true state at the end of each sub-block
+        entering = tuple(jnp.where(sub_col == 0, v0, v)
+                         for v0, v in zip(h, shift(through, 1)))
+        h_next = last_row(through)
+        if spec.mode == "reduce":
+            return h_next, (_mul(gain, last_row(gains)) if spec.varying else gain), da
+        power = a_fixed
+        da_rows = None
+        for u, (rows, _, _, x_ahead) in enumerate(steps):
+            x = _fma(prefixes[u] if spec.varying else power, entering, locals_[u])
+            for r, v in zip(out_refs, x):
+                r[rows, :] = v.astype(r.dtype)
+            if spec.adjoint:
+                term = _mul(x, x_ahead)
+                if spec.varying:
+                    for r, v in zip(da_refs, term):
+                        r[rows, :] = v.astype(r.dtype)
+                else:
+                    da_rows = term if da_rows is None else _add(da_rows, term)
+            if not spec.varying:
+                power = _mul(power, a_fixed)
+        if da_rows is not None:
+            da = _add(da, tuple(jnp.sum(v, axis=0, keepdims=True) for v in da_rows))
+        return h_next, gain, da
+
+    return body
+
+
+def _power_planes(a, p: int):
+    """``a ** p`` on planes, by repeated squaring (exact integer power, no log/exp)."""
+    result, base = None, a
+    while p:
+        if p & 1:
+            result = base if result is None else _mul(result, base)
+        base = _mul(base, base)
+        p >>= 1
+    return result
+
+
 # ----------------------------------------------------------------------------------------
 # The passes.
 # ----------------------------------------------------------------------------------------
@@ -255,14 +385,14 @@ def _compiler_params(tiles: Tiles, interpret: bool):
     quiet_triton_deprecation()
     # Named TritonCompilerParams before JAX 0.6 (and deprecated under that name after).
     params_cls = getattr(plgpu, "CompilerParams", None) or plgpu.TritonCompilerParams
-    return params_cls(num_warps=tiles.warps, num_stages=tiles.stages)
+    return params_cls(num_warps=tiles.warps * tiles.time_warps, num_stages=tiles.stages)
 
 
-def run_pass(spec: KernelSpec, a, b, x=(), ends=(), gains=(), *, tiles: Tiles, io_dtype,
+def run_pass(spec: KernelSpec, a, b, x=(), carries=(), *, tiles: Tiles, io_dtype,
              interpret: bool):
     """One ``pallas_call``. Arrays are planes: ``a`` ``(1, Np)`` each (time-invariant) or
-    ``(G, L, Np)`` (time-varying); ``b`` and ``x`` ``(G, L, Np)``; ``ends`` ``(G, C-1, Np)``;
-    ``gains`` ``(G, C-1, Np)`` (varying) or ``(C-1, Np)``. ``Np`` is a multiple of
+    ``(G, L, Np)`` (time-varying); ``b`` and ``x`` ``(G, L, Np)``; ``carries`` ``(G, C, Np)``,
+    the state entering each chunk in processing order. ``Np`` is a multiple of
     ``tiles.block_n``. Returns the tuple of outputs listed in ``_kernel``."""
     g, length, n_pad = b[0].shape
     bn = tiles.block_n
@@ -272,12 +402,7 @@ def run_pass(spec: KernelSpec, a, b, x=(), ends=(), gains=(), *, tiles: Tiles, i
     row_of = pl.BlockSpec((None, 1, bn), lambda i, j, q: (i, q, j))
     a_spec = column if spec.varying else pl.BlockSpec((1, bn), lambda i, j, q: (0, j))
     in_specs = [a_spec] * len(a) + [column] * len(b) + [column] * len(x)
-    if ends:
-        c1 = ends[0].shape[1]
-        in_specs += [pl.BlockSpec((None, c1, bn), lambda i, j, q: (i, 0, j))] * len(ends)
-        gspec = (pl.BlockSpec((None, c1, bn), lambda i, j, q: (i, 0, j)) if spec.varying
-                 else pl.BlockSpec((c1, bn), lambda i, j, q: (0, j)))
-        in_specs += [gspec] * len(gains)
+    in_specs += [row_of] * len(carries)
     summary = jax.ShapeDtypeStruct((g, programs_in_time, n_pad), jnp.float32)
     if spec.mode == "reduce":
         n_out = spec.k + (spec.ka if spec.varying else 0)
@@ -293,4 +418,4 @@ def run_pass(spec: KernelSpec, a, b, x=(), ends=(), gains=(), *, tiles: Tiles, i
         in_specs=in_specs, out_specs=out_specs, interpret=interpret,
         compiler_params=_compiler_params(tiles, interpret),
         name=f"lrnn_scan_{spec.mode}{'_adjoint' if spec.adjoint else ''}",
-    )(*a, *b, *x, *ends, *gains)
+    )(*a, *b, *x, *carries)

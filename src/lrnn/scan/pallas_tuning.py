@@ -16,8 +16,11 @@ Keys:
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 
+from .._validate import fail
 from .pallas_triton import Tiles
 
 
@@ -32,7 +35,8 @@ class Generation:
     #: batch × channels × chunks to aim for: enough threads, each with ``unroll`` loads in
     #: flight, to cover the memory latency (Little's law).
     target_lanes: int
-    #: the shortest chunk worth a program (the fold of the carries costs one row per chunk).
+    #: the shortest chunk worth a program (each chunk costs a row of the reduce pass and of the
+    #: tiny scan over chunk ends, and a program start).
     min_chunk: int
     tiles: dict          # (kind, bucket) -> Tiles
     #: ``method="auto"``: the kernel is picked for real inputs with at least this many
@@ -70,8 +74,49 @@ TABLE: dict[str, Generation] = {
 }
 
 
+#: The next design of TUNING.md, built and tested in interpret mode but **not yet measured**:
+#: time in parallel inside a program (W = 8 sub-blocks per program, combined in registers), U =
+#: 32 where the register budget allows (``fit_registers`` halves it where not), and chunks only
+#: where batch × channels × W stays under 32K lanes, each chunk's carry from a tiny scan over the
+#: chunk ends. ``design("time-parallel")`` plans with it; ``lrnn bench scan`` and ``bench plans``
+#: time it beside the measured table, so that one GPU run confirms or refutes TUNING.md's
+#: predictions before it becomes the default.
+NEXT_TABLE: dict[str, Generation] = {
+    "9.0": Generation(
+        name="Hopper (cc 9.0), time-parallel design (predicted, not measured)",
+        target_lanes=32768,
+        min_chunk=256,
+        tiles={**{(k, "wide"): Tiles(block_n=32, unroll=32, warps=1, stages=1, time_warps=8)
+                  for k in ("ti-real", "ti-complex", "tv-real", "tv-complex")},
+               **{(k, "narrow"): Tiles(block_n=32, unroll=16, warps=1, stages=1, time_warps=8)
+                  for k in ("ti-real", "ti-complex", "tv-real", "tv-complex")}},
+    ),
+}
+
+#: the designs ``design()`` selects: the measured table (the default) and the next one
+DESIGNS = {"measured": TABLE, "time-parallel": NEXT_TABLE}
+_DESIGN = contextvars.ContextVar("lrnn_pallas_design", default="measured")
+
+
+@contextlib.contextmanager
+def design(name: str):
+    """Plan the kernel with the tiles of design ``name`` (``"measured"`` or ``"time-parallel"``)
+    inside the block. Read when a function is traced: trace (``jit``) inside the block."""
+    if name not in DESIGNS:
+        fail("design", name, f"one of {sorted(DESIGNS)}")
+    token = _DESIGN.set(name)
+    try:
+        yield
+    finally:
+        _DESIGN.reset(token)
+
+
+def current_design() -> str:
+    return _DESIGN.get()
+
+
 def generation(compute_capability) -> Generation:
-    return TABLE.get(str(compute_capability), GENERIC)
+    return DESIGNS[_DESIGN.get()].get(str(compute_capability), GENERIC)
 
 
 def kind(time_varying: bool, complex_: bool) -> str:
@@ -79,9 +124,12 @@ def kind(time_varying: bool, complex_: bool) -> str:
 
 
 def lookup(compute_capability, kind_: str, lanes: int) -> tuple[Tiles, Generation]:
-    """Tiles for ``kind_`` with ``lanes`` = batch × channels, and the generation's entry."""
+    """Tiles for ``kind_`` with ``lanes`` = batch × channels, and the generation's entry (of
+    the current ``design``). "Wide" when one pass fills ``target_lanes`` (counting the W
+    sub-blocks of the time-parallel tiles), else "narrow" (time is cut into chunks too)."""
     gen = generation(compute_capability)
-    bucket = "wide" if lanes >= gen.target_lanes else "narrow"
+    wide = gen.tiles.get((kind_, "wide"), GENERIC.tiles[(kind_, "wide")])
+    bucket = "wide" if lanes * wide.time_warps >= gen.target_lanes else "narrow"
     return gen.tiles.get((kind_, bucket), GENERIC.tiles[(kind_, bucket)]), gen
 
 
@@ -125,10 +173,17 @@ def values_per_row(kind_: str, adjoint: bool) -> int:
 
 def registers(tiles: Tiles, kind_: str, adjoint: bool) -> int:
     """Estimated registers per thread: the unrolled rows in flight (twice with prefetch: the
-    block in use and the next one), per channel a thread owns, plus the fixed part."""
+    block in use and the next one), per channel a thread owns, plus the fixed part. With W =
+    ``time_warps`` > 1 each warp holds its sub-block's U rows the same way (the rows of b become
+    the local states and those of a the prefix products, kept until the fix-up), and the
+    combine adds a ``(W, W, block_n)`` masked sum per plane of a and b: W values each."""
     channels = max(1, tiles.block_n // (32 * tiles.warps))
     rows = tiles.unroll * (2 if tiles.prefetch else 1)
-    return BASE_REGISTERS + rows * channels * values_per_row(kind_, adjoint)
+    combine = 0
+    if tiles.time_warps > 1:
+        planes = 2 if kind_.endswith("complex") else 1
+        combine = tiles.time_warps * 2 * planes * channels
+    return BASE_REGISTERS + rows * channels * values_per_row(kind_, adjoint) + combine
 
 
 def fit_registers(tiles: Tiles, kind_: str, adjoint: bool) -> Tiles:

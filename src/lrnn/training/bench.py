@@ -103,7 +103,24 @@ def _array_row(label, method, fn):
                lambda x: x)
 
 
-def _planes_row():
+#: the label of the rows that time the kernel's next design (TUNING.md "Next design"), planned
+#: with ``pallas_tuning.design("time-parallel")``: predicted, not yet measured
+TIME_PARALLEL = "pallas, time-parallel design"
+TIME_PARALLEL_PLANES = "pallas kernel, time-parallel (planes)"
+
+
+def in_design(fn, name: str):
+    """``fn`` traced with the kernel planned by design ``name`` (``pallas_tuning.design``): the
+    plan is read at trace time, so the whole call, its VJP included, runs inside."""
+    from ..scan import pallas_tuning
+
+    def traced(*args):
+        with pallas_tuning.design(name):
+            return fn(*args)
+    return traced
+
+
+def _planes_row(label="pallas kernel (re/im planes)", design="measured"):
     """``linear_scan_planes(..., method="pallas")``: planes in and out, forward and forward +
     VJP on planes, as the LRU and RotRNN layers run it (no split or join by XLA)."""
     def fwd(lam, b_re, b_im):
@@ -115,8 +132,9 @@ def _planes_row():
         cotangent = tuple(jax.block_until_ready(v) for v in (jnp.real(g), -jnp.imag(g)))
         return (lam, *planes), (lam, *planes, cotangent)
 
-    return Row("pallas kernel (re/im planes)", "pallas", fwd, _vjp_of(fwd), prepare,
-               lambda x: lax.complex(*x), layout="planes", headline=True)
+    return Row(label, "pallas", in_design(fwd, design), in_design(_vjp_of(fwd), design),
+               prepare, lambda x: lax.complex(*x), layout="planes",
+               headline=design == "measured")
 
 
 def scan_rows(platform_: str, pallas: str = "auto"):
@@ -132,6 +150,9 @@ def scan_rows(platform_: str, pallas: str = "auto"):
             for m in methods]
     if with_pallas:
         rows.insert(methods.index("pallas"), _planes_row())   # the headline, then on arrays
+        # the next design beside them (planes), to confirm or refute TUNING.md's predictions
+        rows.insert(methods.index("pallas") + 2,
+                    _planes_row(TIME_PARALLEL_PLANES, "time-parallel"))
     rows.append(_array_row("paper: associative_scan", None, paper_associative_scan))
     if platform_ != "gpu":
         rows.append(_array_row("paper: lax.scan", None, paper_lax_scan))
@@ -285,13 +306,17 @@ def bench_tv_shape(shape, device, *, repeats, copy_gbps, peers):
     a, b, g = make_tv_inputs(shape, device)
     elements = math.prod(shape)
     moved = 3 * elements * 4                                    # read a and b, write x
-    methods = ((["associative"] + (["pallas"] if pallas_runs_here()[0] else []) + ["auto"])
+    kernel = device.platform == "gpu" and pallas_runs_here()[0]
+    methods = ((["associative"] + (["pallas", TIME_PARALLEL] if kernel else []) + ["auto"])
                if device.platform == "gpu" else ["sequential", "associative", "auto"])
     ours, calls, results = None, [], []
-    for method in methods:
+    for label in methods:
+        method = "pallas" if label == TIME_PARALLEL else label
         fn = (lambda m: lambda a, b: linear_scan(a, b, method=m))(method)
+        if label == TIME_PARALLEL:
+            fn = in_design(fn, "time-parallel")
         row = {"shape": list(shape), "dtype": "float32", "a": "time-varying (B, L, N)",
-               "label": method, "method": method}
+               "label": label, "method": method}
         if method == "auto":
             row["auto_picks"] = choose_method(shape, backend=device.platform,
                                               time_invariant=False, dtype=jnp.float32)
@@ -666,7 +691,10 @@ def sweep_tiles():
     from ..scan.pallas_triton import Tiles
     return [Tiles(32, 8), Tiles(32, 16), Tiles(32, 16, prefetch=True), Tiles(32, 32),
             Tiles(32, 32, prefetch=True), Tiles(32, 64), Tiles(64, 16, warps=2),
-            Tiles(32, 16, stages=3)]
+            Tiles(32, 16, stages=3),
+            # the time-parallel design (TUNING.md "Next design"): W sub-blocks per program
+            Tiles(32, 16, time_warps=8), Tiles(32, 32, time_warps=8), Tiles(32, 16, time_warps=4),
+            Tiles(32, 16, time_warps=16), Tiles(32, 8, time_warps=16)]
 
 
 def _sweep_inputs(kind, shape, device):
@@ -701,6 +729,7 @@ def run_plans(args):
     adjoint at the best forward plan, and the XLA methods on the same problem: the data behind
     ``lrnn.scan.pallas_tuning``. Rows are appended to ``--out`` as JSON lines as they come."""
     from ..scan import pallas as scan_pallas
+    from ..scan import pallas_tuning
     _require_positive(args, "repeats", "copy-bytes", "max-tiles")
     if not args.budget_s > 0:                                  # NaN too
         raise SystemExit(f"--budget-s: got {args.budget_s!r}, expected a positive number of "
@@ -786,9 +815,16 @@ def run_plans(args):
             return cache["x"]
 
         default = scan_pallas.plan(*shape, kind=kind)
+        with pallas_tuning.design("time-parallel"):
+            proposed = scan_pallas.plan(*shape, kind=kind, capability="9.0")
         rows = []
         for tiles in sweep_tiles()[:args.max_tiles]:
-            for chunk in sorted({default.chunk, shape[1]}):
+            chunks = {default.chunk, shape[1]}
+            if tiles.time_warps > 1:           # the next design's chunking for its W
+                with pallas_tuning.design("time-parallel"):
+                    chunks.add(scan_pallas.plan(*shape, kind=kind, tiles=tiles,
+                                                capability="9.0").chunk)
+            for chunk in sorted(chunks):
                 rows.append(time_plan(kind, shape, a, b, floor_bytes, tiles, chunk, reference))
         ok = sorted((r for r in rows if "synced_s" in r), key=lambda r: r["synced_s"])
         lanes = shape[0] * shape[2]
@@ -799,7 +835,8 @@ def run_plans(args):
             for factor in (0.25, 0.5, 2.0, 4.0):
                 n_chunks = max(1, round(r["n_chunks"] * factor))
                 chunk = -(-shape[1] // n_chunks)
-                chunk = -(-chunk // tiles.unroll) * tiles.unroll
+                rows_per_block = tiles.unroll * tiles.time_warps
+                chunk = -(-chunk // rows_per_block) * rows_per_block
                 if n_chunks == r["n_chunks"] or chunk < 64 or \
                         any(x["tiles"] == r["tiles"] and x.get("chunk") == chunk for x in rows):
                     continue
@@ -810,7 +847,9 @@ def run_plans(args):
             time_plan(kind, shape, a, b, floor_bytes, type(default.tiles)(**best["tiles"]),
                       best["chunk"], reference, adjoint=True)
             record({"kind": kind, "shape": list(shape), "lanes": lanes, "best": best,
-                    "default_plan": dataclasses.asdict(default.tiles) | {"chunk": default.chunk}})
+                    "default_plan": dataclasses.asdict(default.tiles) | {"chunk": default.chunk},
+                    "time_parallel_plan": dataclasses.asdict(proposed.tiles)
+                    | {"chunk": proposed.chunk}})
         # The XLA methods on the same problem, arrays in and out (complex64 for complex kinds).
         full_a, full_b = from_planes_any(a), from_planes_any(b)
         for method in [m.strip() for m in args.xla_methods.split(",")] + ["pallas"]:
