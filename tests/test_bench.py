@@ -268,6 +268,8 @@ def test_layer_rows_are_labelled_by_layout():
     with_kernel = bench_layer.layer_scan_rows(True)
     assert [(r["scan"], r["layout"], r["headline"]) for r in with_kernel[:2]] == [
         ("pallas", "planes", True), ("pallas, complex arrays", "complex arrays", False)]
+    assert (with_kernel[2]["scan"], with_kernel[2]["design"]) == (bench_layer.TIME_PARALLEL,
+                                                                 "time-parallel")
     without = bench_layer.layer_scan_rows(False)
     assert [r["scan"] for r in without] == ["auto", "paper: associative_scan"]
     assert without[0]["headline"]
@@ -281,8 +283,10 @@ def test_layer_benchmark_with_the_kernel_in_interpret_mode(tmp_path):
     rows = json.loads(out.read_text())["results"]
     for layer in ("lru", "rotrnn"):
         mine = {r["scan"]: r for r in rows if r["layer"] == layer}
-        assert list(mine) == ["pallas", "pallas, complex arrays", "auto",
-                              "paper: associative_scan"]
+        assert list(mine) == ["pallas", "pallas, complex arrays", "pallas, time-parallel",
+                              "auto", "paper: associative_scan"]
+        assert mine["pallas, time-parallel"]["layout"] == "planes"
+        assert not mine["pallas, time-parallel"]["headline"]
         assert mine["pallas"]["layout"] == "planes" and mine["pallas"]["headline"]
         assert mine["pallas, complex arrays"]["layout"] == "complex arrays"
         assert mine["auto"]["layout"] == "complex arrays" and not mine["auto"]["headline"]

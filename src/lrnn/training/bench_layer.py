@@ -27,7 +27,7 @@ import numpy as np
 from .. import layers, model as model_lib, orthogonal
 from .. import scan as scan_lib
 from ..layers import ornn
-from ..scan import choose_method
+from ..scan import choose_method, pallas_tuning
 from ._bench_common import (compile_and_memory, device_info, on_gpu, paper_scan, pick_device,
                             target_row, time_interleaved, want_pallas_rows, write_json)
 
@@ -138,6 +138,10 @@ PLANES = "planes"
 COMPLEX_ARRAYS = "complex arrays"
 
 
+#: the layer row of the kernel's time-parallel design (predicted, not yet measured)
+TIME_PARALLEL = "pallas, time-parallel"
+
+
 def layer_scan_rows(with_pallas: bool) -> list[dict]:
     """The rows of the layer table, in print order: ``scan`` (the label), ``method``,
     ``layout`` and ``headline``. With the kernel, its row on planes (what the layers run) is
@@ -147,7 +151,10 @@ def layer_scan_rows(with_pallas: bool) -> list[dict]:
     if with_pallas:
         rows += [dict(scan="pallas", method="pallas", layout=PLANES, headline=True),
                  dict(scan="pallas, complex arrays", method="pallas", layout=COMPLEX_ARRAYS,
-                      headline=False)]
+                      headline=False),
+                 # the kernel's next design (TUNING.md), planned by design("time-parallel")
+                 dict(scan=TIME_PARALLEL, method="pallas", layout=PLANES, headline=False,
+                      design="time-parallel")]
     rows += [dict(scan="auto", method="auto", layout=None, headline=not with_pallas),
              dict(scan="paper: associative_scan", method=None, layout=COMPLEX_ARRAYS,
                   headline=False)]
@@ -163,6 +170,8 @@ def _row_context(spec):
         return papers_scan()
     if spec["layout"] == COMPLEX_ARRAYS:
         return scan_lib.complex_arrays()
+    if spec.get("design"):
+        return pallas_tuning.design(spec["design"])
     return contextlib.nullcontext()
 
 
@@ -235,6 +244,11 @@ def _scan_rows(args, device, names):
             ratio = arrays[0]["step_s"] / planes[0]["step_s"]
             print(f"{name}: the kernel on planes is {ratio:.2f}x the speed of the kernel on "
                   "complex arrays")
+        proposed = [r for r in results if r["layer"] == name and r["scan"] == TIME_PARALLEL]
+        if planes and proposed:
+            ratio = planes[0]["step_s"] / proposed[0]["step_s"]
+            print(f"{name}: the kernel's time-parallel design is {ratio:.2f}x the speed of its "
+                  "measured table (TUNING.md predicts it)")
     return {"results": results, "speedup_auto_over_paper": speedups}
 
 
