@@ -76,7 +76,8 @@ TABLE: dict[str, Generation] = {
 
 #: The next design of TUNING.md, built and tested in interpret mode but **not yet measured**:
 #: time in parallel inside a program (W = 8 sub-blocks per program, combined in registers), U =
-#: 32 where the register budget allows (``fit_registers`` halves it where not), and chunks only
+#: 32 where the register budget allows (``fit_registers`` halves it where not: after ptxas, the
+#: complex forward keeps 16 and the adjoints 4 to 16), and chunks only
 #: where batch × channels × W stays under 32K lanes, each chunk's carry from a tiny scan over the
 #: chunk ends. ``design("time-parallel")`` plans with it; ``lrnn bench scan`` and ``bench plans``
 #: time it beside the measured table, so that one GPU run confirms or refutes TUNING.md's
@@ -158,10 +159,50 @@ def pallas_wins(compute_capability: str, dtype, shape, time_varying: bool) -> tu
 
 #: registers a thread may hold before spilling (NVIDIA: 255 per thread since Kepler)
 MAX_REGISTERS = 255
+#: registers of one SM, which also bound one program's threads × registers (cc 7.0 to 9.0)
+REGISTERS_PER_SM = 65536
 #: addresses, carries, loop counters and masks: what a thread holds besides the unrolled rows.
 #: Calibrated with the figure in issue 23 (ptxas on sm_90 for the adjoint with prefetch: 226-235
 #: registers at U = 16), read as the heaviest kind: time-varying complex, 6 values a row.
 BASE_REGISTERS = 38
+#: The time-parallel design (W > 1) holds far more per row than the values it loads: ptxas -v
+#: on sm_90 (Triton 3.9.0 compiling the Triton IR that JAX 0.10.2 emits, TUNING.md "Registers
+#: from ptxas") gave the forward 61-241 and the adjoint 106-255 registers with spills, where the
+#: count above said 62-134. Registers per thread = TIME_PARALLEL_BASE + U × channels × this,
+#: per (kind, adjoint): the smallest integers at or above every count measured at W = 8.
+TIME_PARALLEL_BASE = 40
+TIME_PARALLEL_PER_ROW = {("ti-real", False): 3, ("ti-real", True): 13,
+                         ("ti-complex", False): 7, ("ti-complex", True): 27,
+                         ("tv-real", False): 3, ("tv-real", True): 18,
+                         ("tv-complex", False): 10, ("tv-complex", True): 35}
+
+
+#: ``ptxas -v`` for sm_90a (CUDA 13.4's, bundled with Triton 3.9.0), on the Triton IR that JAX
+#: 0.10.2 lowers the kernel to at (64, 4096, 256) one pass, block_n = 32, one warp across
+#: channels; compiled by Triton 3.9.0 with num_warps = W (TUNING.md "Registers from ptxas").
+#: Measured without a GPU: the counts ``registers()`` must bound, and the predictions' occupancy.
+#: (kind, adjoint, W, U) -> registers per thread, or None where ptxas spilled.
+PTXAS_SM90 = {
+    ("ti-real", False, 8, 8): 61, ("ti-real", False, 8, 16): 64, ("ti-real", False, 8, 32): 80,
+    ("ti-real", True, 8, 8): 128, ("ti-real", True, 8, 16): 243, ("ti-real", True, 8, 32): None,
+    ("ti-complex", False, 8, 4): 64, ("ti-complex", False, 8, 8): 80,
+    ("ti-complex", False, 8, 16): 128, ("ti-complex", False, 8, 32): 241,
+    ("ti-complex", False, 4, 8): 64, ("ti-complex", False, 4, 16): 96,
+    ("ti-complex", False, 2, 16): 72,
+    ("ti-complex", True, 8, 4): 128, ("ti-complex", True, 8, 8): 254,
+    ("ti-complex", True, 8, 16): None, ("ti-complex", True, 8, 32): None,
+    ("ti-complex", True, 4, 8): 210, ("ti-complex", True, 4, 16): None,
+    ("ti-complex", True, 2, 16): None,
+    ("tv-real", False, 8, 4): 48, ("tv-real", False, 8, 8): 63,
+    ("tv-real", False, 8, 16): 79, ("tv-real", False, 8, 32): 116,
+    ("tv-real", False, 4, 8): 56,
+    ("tv-real", True, 8, 4): 106, ("tv-real", True, 8, 8): 180,
+    ("tv-real", True, 8, 16): None, ("tv-real", True, 8, 32): None,
+    ("tv-real", True, 4, 8): 143,
+    ("tv-complex", False, 8, 4): 80, ("tv-complex", False, 8, 8): 99,
+    ("tv-complex", True, 8, 4): 179, ("tv-complex", True, 8, 8): None,
+}
+
 
 
 def values_per_row(kind_: str, adjoint: bool) -> int:
@@ -171,24 +212,30 @@ def values_per_row(kind_: str, adjoint: bool) -> int:
     return planes * (2 if adjoint else 1) + (planes if kind_.startswith("tv") else 0)
 
 
+def register_budget(tiles: Tiles) -> int:
+    """Registers a thread of this program may use: 255, and no more than one SM's registers
+    shared by the program's ``32 × warps × time_warps`` threads (128 at 16 warps: a program
+    asking for more does not launch)."""
+    threads = 32 * tiles.warps * tiles.time_warps
+    return min(MAX_REGISTERS, REGISTERS_PER_SM // threads)
+
+
 def registers(tiles: Tiles, kind_: str, adjoint: bool) -> int:
-    """Estimated registers per thread: the unrolled rows in flight (twice with prefetch: the
-    block in use and the next one), per channel a thread owns, plus the fixed part. With W =
-    ``time_warps`` > 1 each warp holds its sub-block's U rows the same way (the rows of b become
-    the local states and those of a the prefix products, kept until the fix-up), and the
-    combine adds a ``(W, W, block_n)`` masked sum per plane of a and b: W values each."""
+    """Estimated registers per thread. One warp in time (``time_warps`` = 1): the unrolled rows
+    in flight (twice with prefetch: the block in use and the next one), per channel a thread
+    owns, plus the fixed part. Time in parallel (W > 1): the linear bound fitted to ptxas
+    (``TIME_PARALLEL_PER_ROW``); the adjoint there holds several times what it loads."""
     channels = max(1, tiles.block_n // (32 * tiles.warps))
-    rows = tiles.unroll * (2 if tiles.prefetch else 1)
-    combine = 0
     if tiles.time_warps > 1:
-        planes = 2 if kind_.endswith("complex") else 1
-        combine = tiles.time_warps * 2 * planes * channels
-    return BASE_REGISTERS + rows * channels * values_per_row(kind_, adjoint) + combine
+        return TIME_PARALLEL_BASE + (tiles.unroll * channels
+                                     * TIME_PARALLEL_PER_ROW[(kind_, adjoint)])
+    rows = tiles.unroll * (2 if tiles.prefetch else 1)
+    return BASE_REGISTERS + rows * channels * values_per_row(kind_, adjoint)
 
 
 def fit_registers(tiles: Tiles, kind_: str, adjoint: bool) -> Tiles:
     """``tiles`` with the unroll halved (then prefetch dropped) until it fits the budget."""
-    while registers(tiles, kind_, adjoint) > MAX_REGISTERS:
+    while registers(tiles, kind_, adjoint) > register_budget(tiles):
         if tiles.unroll > 1:
             tiles = dataclasses.replace(tiles, unroll=tiles.unroll // 2)
         elif tiles.prefetch:

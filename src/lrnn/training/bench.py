@@ -766,9 +766,13 @@ def run_plans(args):
             log.write(line + "\n")
             log.flush()
 
-    def time_plan(kind, shape, a, b, floor_bytes, tiles, chunk, reference, adjoint=False):
+    def time_plan(kind, shape, a, b, floor_bytes, tiles, chunk, reference, adjoint=False,
+                  adjoint_tiles=None):
+        adjoint_tiles = adjoint_tiles or tiles
         row = {"kind": kind, "shape": list(shape), "tiles": dataclasses.asdict(tiles),
                "chunk": chunk, "adjoint": adjoint}
+        if adjoint:
+            row["adjoint_tiles"] = dataclasses.asdict(adjoint_tiles)
         try:
             p = scan_pallas.plan(*shape, kind=kind, tiles=tiles, chunk=chunk)
             row.update(n_chunks=p.n_chunks, chunk=p.chunk)
@@ -779,7 +783,7 @@ def run_plans(args):
 
             def fwd_adj(a, b):
                 x = fwd(a, b)
-                return scan_pallas.scan_planes(a, b, reverse=True, x=x, tiles=tiles,
+                return scan_pallas.scan_planes(a, b, reverse=True, x=x, tiles=adjoint_tiles,
                                                chunk=chunk, interpret=interpret)
             fn = fwd_adj if adjoint else fwd
             t0 = time.perf_counter()
@@ -819,6 +823,14 @@ def run_plans(args):
             proposed = scan_pallas.plan(*shape, kind=kind, capability="9.0")
         rows = []
         for tiles in sweep_tiles()[:args.max_tiles]:
+            need = pallas_tuning.registers(tiles, kind, False)
+            if need > pallas_tuning.register_budget(tiles):
+                # ptxas spills these (TUNING.md "Registers from ptxas"), and a time-parallel
+                # body that large takes Triton minutes to compile: not worth a sweep step
+                record({"kind": kind, "shape": list(shape), "tiles": dataclasses.asdict(tiles),
+                        "skipped": f"registers: about {need} a thread, over the budget of "
+                                   f"{pallas_tuning.register_budget(tiles)}"})
+                continue
             chunks = {default.chunk, shape[1]}
             if tiles.time_warps > 1:           # the next design's chunking for its W
                 with pallas_tuning.design("time-parallel"):
@@ -844,8 +856,11 @@ def run_plans(args):
         ok = sorted((r for r in rows if "synced_s" in r), key=lambda r: r["synced_s"])
         if ok:
             best = ok[0]
+            # the adjoint holds more per row: the best forward tiles, shrunk to its budget
+            adjoint_tiles = pallas_tuning.fit_registers(type(default.tiles)(**best["tiles"]),
+                                                        kind, True)
             time_plan(kind, shape, a, b, floor_bytes, type(default.tiles)(**best["tiles"]),
-                      best["chunk"], reference, adjoint=True)
+                      best["chunk"], reference, adjoint=True, adjoint_tiles=adjoint_tiles)
             record({"kind": kind, "shape": list(shape), "lanes": lanes, "best": best,
                     "default_plan": dataclasses.asdict(default.tiles) | {"chunk": default.chunk},
                     "time_parallel_plan": dataclasses.asdict(proposed.tiles)
