@@ -1,8 +1,8 @@
 """The scan kernel's predicted fraction of copy on an H100, per benchmark shape and design.
 
 Prints the table of TUNING.md ("The time-parallel design") from the plans of this commit
-(``pallas.plan(..., capability="9.0")`` in each design), the registers a thread needs (ptxas's
-count in ``pallas_tuning.PTXAS_SM90`` where measured, else ``pallas_tuning.registers``) and the
+(``pallas.plan(..., capability="9.0")`` in each design), the registers a thread needs
+(``pallas_tuning.registers``: ptxas's count where measured, else the fitted bound) and the
 fit of the H100 probe: f(M) = 1.07 M / (M + 1.94 MiB) of copy, capped at 90 %, where M is the
 memory in flight, counted only for the programs an SM can hold at once.
 
@@ -18,7 +18,7 @@ import math
 from lrnn.scan import pallas, pallas_tuning
 
 #: NVIDIA H100 80GB HBM3 (SXM): SMs, and what one SM holds at once (cc 9.0)
-SMS, REGISTERS_PER_SM, WARPS_PER_SM, PROGRAMS_PER_SM = 132, 65536, 64, 32
+SMS = 132
 COPY_BYTES_PER_S = 2.21e12                  # JAX's copy on the H100 (TUNING.md "two floors")
 MIB = 2 ** 20
 #: the probe's shape at L = 1024 ran at 0.64 of the fit (46 % where 72 % was predicted): short
@@ -31,17 +31,9 @@ SHAPES = [((16, 16384, 256), "ti-complex"), ((64, 4096, 256), "ti-complex"),
 
 
 def thread_registers(tiles, kind: str, adjoint: bool) -> tuple[int, str]:
-    measured = pallas_tuning.PTXAS_SM90.get((kind, adjoint, tiles.time_warps, tiles.unroll))
-    if tiles.time_warps > 1 and tiles.block_n == 32 and measured:
-        return measured, "ptxas"
-    return pallas_tuning.registers(tiles, kind, adjoint), "estimate"
-
-
-def programs_per_sm(tiles, registers: int) -> int:
-    """Programs one SM holds at once: by registers (allocated in 8s), warps and program slots."""
-    threads = 32 * tiles.warps * tiles.time_warps
-    return min(PROGRAMS_PER_SM, WARPS_PER_SM // (tiles.warps * tiles.time_warps),
-               REGISTERS_PER_SM // (math.ceil(registers / 8) * 8 * threads))
+    measured = pallas_tuning._measured_registers(tiles, kind, adjoint)
+    source = "ptxas" if tiles.time_warps > 1 and measured is not None else "estimate"
+    return pallas_tuning.registers(tiles, kind, adjoint), source
 
 
 def predict(shape, kind: str, design: str, adjoint: bool = False) -> dict:
@@ -51,7 +43,7 @@ def predict(shape, kind: str, design: str, adjoint: bool = False) -> dict:
     tiles = plan.tiles
     registers, source = thread_registers(tiles, kind, adjoint)
     programs = g * math.ceil(n / tiles.block_n) * plan.n_chunks
-    at_once = min(programs, SMS * programs_per_sm(tiles, registers))
+    at_once = min(programs, SMS * pallas_tuning.programs_per_sm(tiles, registers))
     channels = max(1, tiles.block_n // (32 * tiles.warps))
     planes = 2 if kind.endswith("complex") else 1
     # bytes per element of one pass: b (and a(t)) read, x written; the adjoint reads x too,

@@ -309,9 +309,18 @@ def _superblocks(spec: KernelSpec, *, refs, first, step, a_fixed, width):
     a_power_u = None if spec.varying else tuple(
         jnp.broadcast_to(v, tile) for v in _power_planes(a_fixed, U))
 
+    # Reversed, rows are counted up from the super-block's lowest row: row u is then row 0 plus
+    # a constant, where an index falling with u kept an address per row alive (ptxas, sm_90:
+    # twice the registers, and spills in the adjoint from U = 16).
+    up_w, up_col = (sub_w, sub_col) if step == 1 else ((W - 1) - sub_w, (W - 1) - sub_col)
+
     def rows_of(p0, u):
         """Rows of step u of every sub-block, as a vector (to index) and a column (to mask)."""
-        return first + step * (p0 + sub_w * U + u), first + step * (p0 + sub_col * U + u)
+        if step == 1:
+            lowest, offset = first + p0, u
+        else:
+            lowest, offset = first - p0 - (W * U - 1), U - 1 - u
+        return lowest + (up_w * U + offset), lowest + (up_col * U + offset)
 
     def body(i, state):
         h, gain, da = state

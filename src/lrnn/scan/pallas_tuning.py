@@ -76,8 +76,8 @@ TABLE: dict[str, Generation] = {
 
 #: The next design of TUNING.md, built and tested in interpret mode but **not yet measured**:
 #: time in parallel inside a program (W = 8 sub-blocks per program, combined in registers), U =
-#: 32 where the register budget allows (``fit_registers`` halves it where not: after ptxas, the
-#: complex forward keeps 16 and the adjoints 4 to 16), and chunks only
+#: 32 where the register budget allows (``fit_registers`` halves it where not, and while an SM
+#: keeps as many rows in flight: the complex forward gets 16, the adjoints 8 to 32), and chunks only
 #: where batch × channels × W stays under 32K lanes, each chunk's carry from a tiny scan over the
 #: chunk ends. ``design("time-parallel")`` plans with it; ``lrnn bench scan`` and ``bench plans``
 #: time it beside the measured table, so that one GPU run confirms or refutes TUNING.md's
@@ -165,44 +165,50 @@ REGISTERS_PER_SM = 65536
 #: Calibrated with the figure in issue 23 (ptxas on sm_90 for the adjoint with prefetch: 226-235
 #: registers at U = 16), read as the heaviest kind: time-varying complex, 6 values a row.
 BASE_REGISTERS = 38
-#: The time-parallel design (W > 1) holds far more per row than the values it loads: ptxas -v
-#: on sm_90 (Triton 3.9.0 compiling the Triton IR that JAX 0.10.2 emits, TUNING.md "Registers
-#: from ptxas") gave the forward 61-241 and the adjoint 106-255 registers with spills, where the
-#: count above said 62-134. Registers per thread = TIME_PARALLEL_BASE + U × channels × this,
-#: per (kind, adjoint): the smallest integers at or above every count measured at W = 8.
-TIME_PARALLEL_BASE = 40
-TIME_PARALLEL_PER_ROW = {("ti-real", False): 3, ("ti-real", True): 13,
-                         ("ti-complex", False): 7, ("ti-complex", True): 27,
-                         ("tv-real", False): 3, ("tv-real", True): 18,
-                         ("tv-complex", False): 10, ("tv-complex", True): 35}
+#: The time-parallel design (W > 1): registers per thread, per (kind, adjoint), as
+#: ``base + U × channels × per_row``, the line at or above every count of ``PTXAS_SM90`` (the
+#: forward's covers the forward and the reverse scans). Its adjoint holds more than its loads.
+TIME_PARALLEL_FIT = {("ti-real", False): (48, 3), ("ti-real", True): (56, 4),
+                     ("ti-complex", False): (52, 7), ("ti-complex", True): (72, 8),
+                     ("tv-real", False): (56, 3), ("tv-real", True): (64, 4),
+                     ("tv-complex", False): (64, 5), ("tv-complex", True): (88, 7)}
 
-
-#: ``ptxas -v`` for sm_90a (CUDA 13.4's, bundled with Triton 3.9.0), on the Triton IR that JAX
-#: 0.10.2 lowers the kernel to at (64, 4096, 256) one pass, block_n = 32, one warp across
-#: channels; compiled by Triton 3.9.0 with num_warps = W (TUNING.md "Registers from ptxas").
-#: Measured without a GPU: the counts ``registers()`` must bound, and the predictions' occupancy.
-#: (kind, adjoint, W, U) -> registers per thread, or None where ptxas spilled.
+#: ``ptxas -v`` for sm_90a (CUDA 13.4's, bundled with Triton 3.9.0) on the Triton IR that JAX
+#: 0.10.2 lowers each pass to, at (64, 4096, 256) in one pass, block_n = 32, one warp across
+#: channels, compiled by Triton 3.9.0 with num_warps = W (TUNING.md "Registers from ptxas").
+#: Measured without a GPU, on the kernel of 2026-11-26 (reversed rows counted upwards); no pass
+#: spilled. (kind, pass, W, U) -> registers per thread; pass: "forward", "reverse" (a reverse
+#: scan without x) or "adjoint".
 PTXAS_SM90 = {
-    ("ti-real", False, 8, 8): 61, ("ti-real", False, 8, 16): 64, ("ti-real", False, 8, 32): 80,
-    ("ti-real", True, 8, 8): 128, ("ti-real", True, 8, 16): 243, ("ti-real", True, 8, 32): None,
-    ("ti-complex", False, 8, 4): 64, ("ti-complex", False, 8, 8): 80,
-    ("ti-complex", False, 8, 16): 128, ("ti-complex", False, 8, 32): 241,
-    ("ti-complex", False, 4, 8): 64, ("ti-complex", False, 4, 16): 96,
-    ("ti-complex", False, 2, 16): 72,
-    ("ti-complex", True, 8, 4): 128, ("ti-complex", True, 8, 8): 254,
-    ("ti-complex", True, 8, 16): None, ("ti-complex", True, 8, 32): None,
-    ("ti-complex", True, 4, 8): 210, ("ti-complex", True, 4, 16): None,
-    ("ti-complex", True, 2, 16): None,
-    ("tv-real", False, 8, 4): 48, ("tv-real", False, 8, 8): 63,
-    ("tv-real", False, 8, 16): 79, ("tv-real", False, 8, 32): 116,
-    ("tv-real", False, 4, 8): 56,
-    ("tv-real", True, 8, 4): 106, ("tv-real", True, 8, 8): 180,
-    ("tv-real", True, 8, 16): None, ("tv-real", True, 8, 32): None,
-    ("tv-real", True, 4, 8): 143,
-    ("tv-complex", False, 8, 4): 80, ("tv-complex", False, 8, 8): 99,
-    ("tv-complex", True, 8, 4): 179, ("tv-complex", True, 8, 8): None,
+    ("ti-real", "forward", 8, 8): 61, ("ti-real", "forward", 8, 16): 64,
+    ("ti-real", "forward", 8, 32): 80,
+    ("ti-real", "reverse", 8, 8): 64, ("ti-real", "reverse", 8, 16): 64,
+    ("ti-real", "reverse", 8, 32): 128,
+    ("ti-real", "adjoint", 8, 8): 79, ("ti-real", "adjoint", 8, 16): 116,
+    ("ti-real", "adjoint", 8, 32): 127,
+    ("ti-complex", "forward", 8, 4): 64, ("ti-complex", "forward", 8, 8): 80,
+    ("ti-complex", "forward", 8, 16): 128, ("ti-complex", "forward", 4, 8): 64,
+    ("ti-complex", "forward", 4, 16): 96, ("ti-complex", "forward", 2, 16): 72,
+    ("ti-complex", "forward", 16, 8): 103,
+    ("ti-complex", "reverse", 8, 4): 80, ("ti-complex", "reverse", 8, 8): 102,
+    ("ti-complex", "reverse", 8, 16): 128,
+    ("ti-complex", "adjoint", 8, 4): 103, ("ti-complex", "adjoint", 8, 8): 126,
+    ("ti-complex", "adjoint", 8, 16): 188, ("ti-complex", "adjoint", 4, 8): 124,
+    ("ti-complex", "adjoint", 4, 16): 128, ("ti-complex", "adjoint", 2, 16): 128,
+    ("ti-complex", "adjoint", 16, 8): 128,
+    ("tv-real", "forward", 8, 4): 48, ("tv-real", "forward", 8, 8): 63,
+    ("tv-real", "forward", 8, 16): 79, ("tv-real", "forward", 8, 32): 116,
+    ("tv-real", "reverse", 8, 4): 64, ("tv-real", "reverse", 8, 8): 64,
+    ("tv-real", "reverse", 8, 16): 80, ("tv-real", "reverse", 8, 32): 124,
+    ("tv-real", "adjoint", 8, 4): 80, ("tv-real", "adjoint", 8, 8): 80,
+    ("tv-real", "adjoint", 8, 16): 118, ("tv-real", "adjoint", 8, 32): 171,
+    ("tv-complex", "forward", 8, 4): 80, ("tv-complex", "forward", 8, 8): 99,
+    ("tv-complex", "forward", 8, 16): 128,
+    ("tv-complex", "reverse", 8, 4): 80, ("tv-complex", "reverse", 8, 8): 104,
+    ("tv-complex", "reverse", 8, 16): 128,
+    ("tv-complex", "adjoint", 8, 4): 108, ("tv-complex", "adjoint", 8, 8): 128,
+    ("tv-complex", "adjoint", 8, 16): 192,
 }
-
 
 
 def values_per_row(kind_: str, adjoint: bool) -> int:
@@ -210,6 +216,16 @@ def values_per_row(kind_: str, adjoint: bool) -> int:
     cotangent and of x for the adjoint) and, for a time-varying a, the planes of a."""
     planes = 2 if kind_.endswith("complex") else 1
     return planes * (2 if adjoint else 1) + (planes if kind_.startswith("tv") else 0)
+
+
+def _measured_registers(tiles: Tiles, kind_: str, adjoint: bool) -> int | None:
+    """The most ptxas gave the passes these tiles serve (the adjoint; or the forward and the
+    reverse scan), or None unless all of them were measured with these tiles."""
+    if (tiles.block_n, tiles.warps, tiles.prefetch) != (32, 1, False):
+        return None
+    passes = ("adjoint",) if adjoint else ("forward", "reverse")
+    counts = [PTXAS_SM90.get((kind_, p, tiles.time_warps, tiles.unroll)) for p in passes]
+    return None if None in counts else max(counts)
 
 
 def register_budget(tiles: Tiles) -> int:
@@ -223,18 +239,39 @@ def register_budget(tiles: Tiles) -> int:
 def registers(tiles: Tiles, kind_: str, adjoint: bool) -> int:
     """Estimated registers per thread. One warp in time (``time_warps`` = 1): the unrolled rows
     in flight (twice with prefetch: the block in use and the next one), per channel a thread
-    owns, plus the fixed part. Time in parallel (W > 1): the linear bound fitted to ptxas
-    (``TIME_PARALLEL_PER_ROW``); the adjoint there holds several times what it loads."""
+    owns, plus the fixed part. Time in parallel (W > 1): ptxas's count where every pass these
+    tiles serve was measured (``PTXAS_SM90``), else the line fitted above those counts
+    (``TIME_PARALLEL_FIT``)."""
     channels = max(1, tiles.block_n // (32 * tiles.warps))
     if tiles.time_warps > 1:
-        return TIME_PARALLEL_BASE + (tiles.unroll * channels
-                                     * TIME_PARALLEL_PER_ROW[(kind_, adjoint)])
+        measured = _measured_registers(tiles, kind_, adjoint)
+        if measured is not None:
+            return measured
+        base, per_row = TIME_PARALLEL_FIT[(kind_, adjoint)]
+        return base + tiles.unroll * channels * per_row
     rows = tiles.unroll * (2 if tiles.prefetch else 1)
     return BASE_REGISTERS + rows * channels * values_per_row(kind_, adjoint)
 
 
+def programs_per_sm(tiles: Tiles, registers_: int) -> int:
+    """Programs of these tiles one SM holds at once (cc 8.0 to 9.0): limited by its registers
+    (allocated in 8s per thread), its 64 warps and its 32 program slots."""
+    warps = tiles.warps * tiles.time_warps
+    return min(32, 64 // warps, REGISTERS_PER_SM // (-(-registers_ // 8) * 8 * 32 * warps))
+
+
+def rows_in_flight_per_sm(tiles: Tiles, kind_: str, adjoint: bool) -> int:
+    """Rows an SM has loads in flight for: programs at once × threads × U."""
+    held = programs_per_sm(tiles, registers(tiles, kind_, adjoint))
+    return held * 32 * tiles.warps * tiles.time_warps * tiles.unroll
+
+
 def fit_registers(tiles: Tiles, kind_: str, adjoint: bool) -> Tiles:
-    """``tiles`` with the unroll halved (then prefetch dropped) until it fits the budget."""
+    """``tiles`` with the unroll halved (then prefetch dropped) until it fits the budget. With
+    time in parallel (W > 1), halved further while an SM still holds as many rows in flight
+    (more programs at once make up for fewer rows each): Triton's compile of the super-block
+    grows faster than U (TUNING.md: about 20 s at U = 8 against 110 s at U = 16 for a complex
+    adjoint), so a larger U must buy memory in flight."""
     while registers(tiles, kind_, adjoint) > register_budget(tiles):
         if tiles.unroll > 1:
             tiles = dataclasses.replace(tiles, unroll=tiles.unroll // 2)
@@ -242,4 +279,10 @@ def fit_registers(tiles: Tiles, kind_: str, adjoint: bool) -> Tiles:
             tiles = dataclasses.replace(tiles, prefetch=False)
         else:
             break                              # one row of one channel: nothing left to shrink
+    while tiles.time_warps > 1 and tiles.unroll > 1:
+        half = dataclasses.replace(tiles, unroll=tiles.unroll // 2)
+        if rows_in_flight_per_sm(half, kind_, adjoint) < \
+                rows_in_flight_per_sm(tiles, kind_, adjoint):
+            break
+        tiles = half
     return tiles
