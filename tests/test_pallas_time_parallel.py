@@ -4,6 +4,11 @@ transcription (``lrnn.scan.reference``): values and gradients on every shape cla
 from a tiny scan over chunk ends, the plan and register budget of ``design("time-parallel")``,
 and its CUDA lowering at every benchmark shape (no GPU needed)."""
 import dataclasses
+import importlib.util
+import json
+import pathlib
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -315,8 +320,6 @@ def test_the_time_parallel_kernel_lowers_to_triton_at_every_benchmark_shape(
 
 def test_the_prediction_script_counts_only_the_programs_an_sm_holds():
     # scripts/kernel_predictions.py prints TUNING.md's predictions from this commit's plans.
-    import importlib.util
-    import pathlib
     path = pathlib.Path(__file__).parents[1] / "scripts" / "kernel_predictions.py"
     spec = importlib.util.spec_from_file_location("kernel_predictions", path)
     predictions = importlib.util.module_from_spec(spec)
@@ -328,3 +331,21 @@ def test_the_prediction_script_counts_only_the_programs_an_sm_holds():
     one_warp = predictions.predict((64, 4096, 256), "ti-complex", "measured")
     assert one_warp["at_once"] == one_warp["programs"] == 512
     assert 0.70 < one_warp["fraction"] < 0.74          # the probe's 72 %, from the same fit
+
+
+def test_the_ptxas_script_dumps_one_triton_module_per_pass(tmp_path):
+    # scripts/ptxas_registers.py (TUNING.md "Registers from ptxas"): its first half, which
+    # needs no Triton package, lowers each pass of the time-parallel kernel for an H100.
+    script = pathlib.Path(__file__).parents[1] / "scripts" / "ptxas_registers.py"
+    run = subprocess.run([sys.executable, str(script), "--out", str(tmp_path), "--dump-only",
+                          "tv-real:2:4"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    rows = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [(r["pass"], r["num_warps"]) for r in rows] == \
+        [("forward", 2), ("reverse", 2), ("adjoint", 2)]
+    for r in rows:
+        text = pathlib.Path(r["ttir"]).read_text()
+        assert "tt.func" in text and "tt.load" in text and "tt.store" in text
+    bad = subprocess.run([sys.executable, str(script), "--out", str(tmp_path), "--dump-only",
+                          "tv-real:two:4"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and "KIND:W:U" in bad.stderr
