@@ -31,8 +31,8 @@ SHAPES = [((16, 16384, 256), "ti-complex"), ((64, 4096, 256), "ti-complex"),
 
 
 def thread_registers(tiles, kind: str, adjoint: bool) -> tuple[int, str]:
-    measured = pallas_tuning._measured_registers(tiles, kind, adjoint)
-    source = "ptxas" if tiles.time_warps > 1 and measured is not None else "estimate"
+    measured = pallas_tuning.measured_registers(tiles, kind, adjoint)
+    source = "estimate" if measured is None else "ptxas"
     return pallas_tuning.registers(tiles, kind, adjoint), source
 
 

@@ -218,7 +218,7 @@ def values_per_row(kind_: str, adjoint: bool) -> int:
     return planes * (2 if adjoint else 1) + (planes if kind_.startswith("tv") else 0)
 
 
-def _measured_registers(tiles: Tiles, kind_: str, adjoint: bool) -> int | None:
+def measured_registers(tiles: Tiles, kind_: str, adjoint: bool) -> int | None:
     """The most ptxas gave the passes these tiles serve (the adjoint; or the forward and the
     reverse scan), or None unless all of them were measured with these tiles."""
     if (tiles.block_n, tiles.warps, tiles.prefetch) != (32, 1, False):
@@ -244,7 +244,7 @@ def registers(tiles: Tiles, kind_: str, adjoint: bool) -> int:
     (``TIME_PARALLEL_FIT``)."""
     channels = max(1, tiles.block_n // (32 * tiles.warps))
     if tiles.time_warps > 1:
-        measured = _measured_registers(tiles, kind_, adjoint)
+        measured = measured_registers(tiles, kind_, adjoint)
         if measured is not None:
             return measured
         base, per_row = TIME_PARALLEL_FIT[(kind_, adjoint)]

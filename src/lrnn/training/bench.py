@@ -824,12 +824,13 @@ def run_plans(args):
         rows = []
         for tiles in sweep_tiles()[:args.max_tiles]:
             need = pallas_tuning.registers(tiles, kind, False)
-            if need > pallas_tuning.register_budget(tiles):
+            budget = pallas_tuning.register_budget(tiles)
+            if need > budget:
                 # ptxas spills these (TUNING.md "Registers from ptxas"), and a time-parallel
                 # body that large takes Triton minutes to compile: not worth a sweep step
                 record({"kind": kind, "shape": list(shape), "tiles": dataclasses.asdict(tiles),
                         "skipped": f"registers: about {need} a thread, over the budget of "
-                                   f"{pallas_tuning.register_budget(tiles)}"})
+                                   f"{budget}"})
                 continue
             chunks = {default.chunk, shape[1]}
             if tiles.time_warps > 1:           # the next design's chunking for its W
