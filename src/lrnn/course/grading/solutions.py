@@ -18,17 +18,32 @@ def default_solutions_dir() -> Path:
     return Path(__file__).resolve().parents[4] / "solutions"   # src/lrnn/course/grading/solutions.py
 
 
+# CPython 3.11 keeps the AST builder's recursion depth in interpreter-wide state, so two
+# threads parsing at once (grading workers, the preload thread) can get a spurious
+# "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905).
+_PARSE_LOCK = threading.Lock()
+_PARSE_TRIES = 3
+
+
 def _python_ast(source: str):
-    """The cell as a Python syntax tree (IPython magics translated), or None."""
+    """The cell as a Python syntax tree (IPython magics translated), or None where it is not
+    Python the grader can read: a syntax error, or nesting so deep that building the tree runs
+    out of stack or memory (the kernel cannot compile it either)."""
     try:
         from IPython.core.inputtransformer2 import TransformerManager
         source = TransformerManager().transform_cell(source)
     except Exception:  # noqa: BLE001 - no IPython: plain Python only
         pass
-    try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
+    for attempt in range(_PARSE_TRIES):
+        try:
+            with _PARSE_LOCK:
+                return ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        except SystemError as e:
+            # A thread outside this lock (a library parsing on import) can still race us.
+            if "recursion depth mismatch" not in str(e) or attempt == _PARSE_TRIES - 1:
+                raise
 
 
 def _bound_at_top(tree) -> set[str]:
