@@ -28,6 +28,8 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TRITON_ALWAYS_COMPILE", "1")       # time the compile, not the cache
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")    # Triton 3.9's default, said aloud
 
+from lrnn._io import atomic_write_text  # noqa: E402 - after the environment it reads
+
 SHAPE = (64, 4096, 256)
 PASSES = ("forward", "reverse", "adjoint")     # the adjoint is a reverse scan that reads x
 
@@ -93,7 +95,7 @@ def compile_and_count(path: pathlib.Path, num_warps: int) -> dict:
                             options={"num_warps": num_warps, "num_stages": 1})
     seconds = time.perf_counter() - start
     ptx = path.with_suffix(".ptx")
-    ptx.write_text(kernel.asm["ptx"])
+    atomic_write_text(ptx, kernel.asm["ptx"])
     ptxas = pathlib.Path(triton.__file__).parent / "backends/nvidia/bin/ptxas-blackwell"
     report = subprocess.run([str(ptxas), "-v", "--gpu-name", "sm_90a", "-o", os.devnull,
                              str(ptx)], capture_output=True, text=True).stderr
@@ -124,9 +126,7 @@ def main(argv=None) -> int:
         for pass_ in passes:
             ir, num_warps = dump(kind, w, u, pass_)
             path = out / f"{kind}_W{w}_U{u}_{pass_}.ttir"
-            tmp = path.with_suffix(".ttir.tmp")
-            tmp.write_text(ir)
-            tmp.replace(path)
+            atomic_write_text(path, ir)
             row = {"kind": kind, "pass": pass_, "W": w, "U": u, "num_warps": num_warps,
                    "ttir": str(path)}
             if not args.dump_only:

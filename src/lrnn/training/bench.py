@@ -857,11 +857,11 @@ def run_plans(args):
         ok = sorted((r for r in rows if "synced_s" in r), key=lambda r: r["synced_s"])
         if ok:
             best = ok[0]
+            best_tiles = type(default.tiles)(**best["tiles"])
             # the adjoint holds more per row: the best forward tiles, shrunk to its budget
-            adjoint_tiles = pallas_tuning.fit_registers(type(default.tiles)(**best["tiles"]),
-                                                        kind, True)
-            time_plan(kind, shape, a, b, floor_bytes, type(default.tiles)(**best["tiles"]),
-                      best["chunk"], reference, adjoint=True, adjoint_tiles=adjoint_tiles)
+            adjoint_tiles = pallas_tuning.fit_registers(best_tiles, kind, True)
+            time_plan(kind, shape, a, b, floor_bytes, best_tiles, best["chunk"], reference,
+                      adjoint=True, adjoint_tiles=adjoint_tiles)
             record({"kind": kind, "shape": list(shape), "lanes": lanes, "best": best,
                     "default_plan": dataclasses.asdict(default.tiles) | {"chunk": default.chunk},
                     "time_parallel_plan": dataclasses.asdict(proposed.tiles)
