@@ -520,33 +520,31 @@ class ForbiddenCall(AssertionError):
 
 
 class forbid:
-    """Context manager for hidden tests: while active, calling any of ``targets`` (dotted
-    names such as ``"lrnn.layers.lru.hidden_states"``) raises ``ForbiddenCall``. Compute the
-    reference *before* entering it. In a notebook this only patches the module attributes;
-    the grader does not trust it: it checks the student's source itself (see
-    ``lrnn.course.grading.structure``)."""
+    """Context manager for hidden tests: the block fails with ``ForbiddenCall`` if any of
+    ``targets`` (dotted names such as ``"lrnn.layers.lru.hidden_states"``, with the library
+    functions that do the same job) **ran** while it was active: the calls are traced by
+    code object (:mod:`lrnn.course.check._trace`), so aliases and helpers are seen, and
+    calls outside the block (a demo cell, a self-check) are not. Compute the reference
+    *before* entering it. Under the grader the same trace runs in the student's kernel,
+    around each call of the notebook's functions."""
 
     def __init__(self, *targets: str):
-        self.targets = targets
-        self.saved = []
+        self.targets = tuple(str(t) for t in targets)
+        self._trace = None
 
     def __enter__(self):
-        import importlib
-        for target in self.targets:
-            module_name, attr = target.rsplit(".", 1)
-            module = importlib.import_module(module_name)
-            original = getattr(module, attr)
-
-            def blocked(*args, _target=target, **kwargs):
-                raise ForbiddenCall(f"this exercise must not call {_target}: write it yourself.")
-            self.saved.append((module, attr, original))
-            setattr(module, attr, blocked)
+        from ._trace import CallTrace
+        self._trace = CallTrace(self.targets)
+        self._trace.__enter__()
         return self
 
     def __exit__(self, *exc):
-        for module, attr, original in reversed(self.saved):
-            setattr(module, attr, original)
-        self.saved = []
+        trace, self._trace = self._trace, None
+        trace.__exit__(*exc)
+        if trace.hits and not isinstance(exc[1], ForbiddenCall):
+            target, by = trace.hits[0]
+            raise ForbiddenCall(f"while this block ran, {by} called {target}: this exercise "
+                                f"asks for the result without {target}.")
         return False
 
 
@@ -559,29 +557,29 @@ class count_calls:
             parallel_scan(a, b)
         assert calls.n <= 12
 
-    ``name`` is looked up in the caller's globals (the notebook's namespace), replaced by a
-    counting wrapper inside the block, and restored after it."""
+    ``name`` is looked up in the caller's globals (the notebook's namespace); the calls that
+    run its code are counted (by code object: an alias or a default argument is the same
+    function)."""
 
     def __init__(self, name: str, namespace: dict | None = None):
         import sys
         self.name = name
         self.namespace = namespace if namespace is not None else sys._getframe(1).f_globals
         self.n = 0
-        self._original = None
+        self._trace = None
 
     def __enter__(self):
+        from ._trace import CallTrace
         if self.name not in self.namespace or not callable(self.namespace[self.name]):
             raise NameError(f"count_calls: no function {self.name!r} is defined in the notebook")
-        self._original = original = self.namespace[self.name]
-
-        def counted(*args, **kwargs):
-            self.n += 1
-            return original(*args, **kwargs)
-        self.namespace[self.name] = counted
+        self._trace = CallTrace((), {self.name: self.namespace[self.name]})
+        self._trace.__enter__()
         return self
 
     def __exit__(self, *exc):
-        self.namespace[self.name] = self._original
+        trace, self._trace = self._trace, None
+        trace.__exit__(*exc)
+        self.n = trace.counts[self.name]
         return False
 
 

@@ -1,11 +1,13 @@
 """What the official tests see while the grader runs them in its own process.
 
 A hidden test writes ``from lrnn.course.check import forbid, count_calls`` (or the old name
-``lrnn.course.check``). In the grader those two names are the grader's own: entering a block records
+``lrnn.check``). In the grader those two names are the grader's own: entering a block records
 it on the test's :class:`~lrnn.course.grading.remote.Session`, and the calls of notebook
-functions made inside it carry the block to the kernel (counts come back with the results).
-The verdict of ``forbid`` does not rest on the kernel: entering the block checks the
-submitted source (:mod:`lrnn.course.grading.structure`) and fails the test there.
+functions made inside it carry the block to the kernel, which traces what the call runs
+(:mod:`lrnn.course.check._trace`): a forbidden function that ran fails the test, counts come
+back with the results, and what the trace could not decide goes to a person ("needs
+review"). Nothing outside the tested call counts: a demo cell or a self-check that calls the
+library is not the answer.
 """
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ import types
 from .. import check
 
 _SESSION: contextvars.ContextVar = contextvars.ContextVar("lrnn_grading_session", default=None)
-CHECK_MODULES = ("lrnn.course.check", "lrnn.course.check")
+#: The checker package under its name and its old one: a hidden test importing either gets
+#: the grader's ``forbid`` and ``count_calls``.
+CHECK_MODULES = ("lrnn.course.check", "lrnn.check")
 
 
 class GraderAbort(check.StopCheck):
@@ -47,11 +51,6 @@ class forbid:
     def __enter__(self):
         self._session = _SESSION.get()
         if self._session is not None:
-            structure = getattr(self._session, "structure", None)
-            if structure is not None:
-                why = structure.violation(self.targets)
-                if why:
-                    raise check.ForbiddenCall(why)
             self._session.push_forbid(self.targets)
         return self
 

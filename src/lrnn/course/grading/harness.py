@@ -13,8 +13,10 @@ nothing the notebook prints can be taken for a reply. Requests:
 * ``names``: for each name, whether the notebook defines it as a function, or its value as
   plain data;
 * ``call``: call a notebook function on plain-data arguments under
-  :func:`lrnn.course.precision.exact_matmuls`, with the ``forbid``/``count_calls`` blocks of
-  the hidden test in force, and send back the result as plain data;
+  :func:`lrnn.course.precision.exact_matmuls` and send back the result as plain data; when
+  the hidden test has ``forbid``/``count_calls`` blocks in force, the call runs under a
+  :class:`lrnn.course.check._trace.CallTrace`, and the reply says which forbidden functions
+  ran, how often each counted function ran, and what the trace could not decide;
 * ``probe``: the size of the largest array a function creates when traced by JAX.
 
 Each request carries a time limit: at the limit the main thread is interrupted (as a
@@ -192,6 +194,7 @@ class Watchdog:
             return
         self._timer = threading.Timer(max(0.0, float(seconds)), self._fire)
         self._timer.daemon = True
+        self._timer._lrnn_harness = True
         self._timer.start()
 
     def _fire(self):
@@ -227,6 +230,18 @@ def _error_fields(error: BaseException) -> dict:
             "notimpl": isinstance(error, NotImplementedError)}
 
 
+def _private_trace():
+    """A copy of :mod:`lrnn.course.check._trace` of the harness's own, outside
+    ``sys.modules``: a notebook that patches the module it can import changes nothing in the
+    one that traces its calls."""
+    import importlib.util
+    from ..check import _trace
+    spec = importlib.util.spec_from_file_location("_lrnn_harness_trace", _trace.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 class Harness:
     def __init__(self, channel: Channel):
         self.channel = channel
@@ -236,6 +251,7 @@ class Harness:
         self.shell = None
         self.precision = None
         self.core = None
+        self.CallTrace = None
 
     # -- setup --------------------------------------------------------------------------
     def start(self, init: dict):
@@ -247,6 +263,9 @@ class Harness:
         # LRNN_EMULATE_TF32=1, the TF32 emulation) and the structural checks.
         from .. import check, precision
         self.precision, self.core = precision, check
+        trace = _private_trace()
+        trace.remember([t for t in init.get("targets") or () if isinstance(t, str)])
+        self.CallTrace = trace.CallTrace
 
         class Shell(InteractiveShell):
             def enable_gui(self, gui=None):      # `%matplotlib inline` as in a notebook
@@ -363,42 +382,55 @@ class Harness:
         return tuple(args), dict(kwargs)
 
     def op_call(self, request):
-        counts = {}
         try:
             fn = self._lookup(request.get("name"))
             args, kwargs = self._decode_arguments(request)
         except NameError as e:
-            return {"status": "raised", **_error_fields(e), "counts": counts}
+            return {"status": "raised", **_error_fields(e), "counts": {}}
+        forbidden = [t for t in request.get("forbid", []) if isinstance(t, str)]
+        labels = [n for n in request.get("count", []) if isinstance(n, str)]
+        trace = None
+        if forbidden or labels:
+            try:
+                trace = self.CallTrace(forbidden, {n: self._lookup_counted(n) for n in labels})
+            except NameError as e:
+                return {"status": "raised", **_error_fields(e), "counts": {}}
         import contextlib
         with contextlib.ExitStack() as stack:
-            counters = {}
+            stack.enter_context(self.precision.exact_matmuls())
             try:
-                forbidden = [t for t in request.get("forbid", []) if isinstance(t, str)]
-                if forbidden:
-                    stack.enter_context(self.core.forbid(*forbidden))
-                for name in request.get("count", []):
-                    if isinstance(name, str) and name not in counters:
-                        counters[name] = stack.enter_context(
-                            _Counter(name, self.shell.user_ns))
-                stack.enter_context(self.precision.exact_matmuls())
-            except Exception as e:  # noqa: BLE001 - e.g. count_calls of an undefined name
-                return {"status": "raised", **_error_fields(e), "counts": counts}
-            try:
+                if trace is not None:
+                    stack.enter_context(trace)
                 value = fn(*args, **kwargs)
-                encoded = wire.encode(value)
             except KeyboardInterrupt as e:
                 if not self.watchdog.fired:
-                    return {"status": "raised", **_error_fields(e), "counts": counts}
+                    return {"status": "raised", **_error_fields(e), **self._traced(trace)}
                 return {"status": "timeout"}
-            except wire.Unsendable as e:
-                return {"status": "unsendable", "detail": str(e), "type": e.type_name,
-                        "counts": {n: c.n for n, c in counters.items()}}
             except BaseException as e:  # noqa: BLE001 - reported to the grader
-                return {"status": "raised", **_error_fields(e),
-                        "counts": {n: c.n for n, c in counters.items()}}
-            finally:
-                counts = {n: c.n for n, c in counters.items()}
-        return {"status": "ok", "value": encoded, "counts": counts}
+                return {"status": "raised", **_error_fields(e), **self._traced(trace)}
+        try:
+            encoded = wire.encode(value)
+        except wire.Unsendable as e:
+            return {"status": "unsendable", "detail": str(e), "type": e.type_name,
+                    **self._traced(trace)}
+        except BaseException as e:  # noqa: BLE001 - e.g. a jax array that fails to compute
+            return {"status": "raised", **_error_fields(e), **self._traced(trace)}
+        return {"status": "ok", "value": encoded, **self._traced(trace)}
+
+    def _lookup_counted(self, name):
+        value = self.shell.user_ns.get(name)
+        if not callable(value):
+            raise NameError(f"count_calls: no function {name!r} is defined in the notebook")
+        return value
+
+    @staticmethod
+    def _traced(trace) -> dict:
+        """What a trace saw, as plain data: the counts, the forbidden calls, what to review."""
+        if trace is None:
+            return {"counts": {}}
+        return {"counts": dict(trace.counts),
+                "forbidden": [list(hit) for hit in trace.hits][:20],
+                "review": list(trace.review)[:20]}
 
     def op_probe(self, request):
         if request.get("what") != "largest_intermediate":
@@ -411,32 +443,6 @@ class Harness:
         with self.precision.exact_matmuls():
             size = self.core.largest_intermediate(fn, *args)
         return {"status": "ok", "value": size}
-
-
-class _Counter:
-    """Counts the calls of the notebook function ``name`` during one request. The harness's
-    own (the checker module's ``count_calls`` is the student's to patch)."""
-
-    def __init__(self, name, namespace):
-        self.name, self.namespace, self.n = name, namespace, 0
-        self.original = None
-
-    def __enter__(self):
-        original = self.namespace.get(self.name)
-        if not callable(original):
-            raise NameError(f"count_calls: no function {self.name!r} is defined in the "
-                            "notebook")
-        self.original = original
-
-        def counted(*args, **kwargs):
-            self.n += 1
-            return original(*args, **kwargs)
-        self.namespace[self.name] = counted
-        return self
-
-    def __exit__(self, *exc):
-        self.namespace[self.name] = self.original
-        return False
 
 
 def main(argv=None) -> int:

@@ -9,7 +9,8 @@ has a deadline; a kernel that does not answer in time, answers nonsense or dies 
 calling it sends the arguments (plain data) to the kernel, which calls the student's function
 and sends back the result (plain data). Inside a hidden test's ``with forbid(...)`` or
 ``with count_calls(...)`` block (see :mod:`lrnn.course.grading.context`) the call carries those
-blocks along, the kernel applies them around the call, and the counts come back.
+blocks along, the kernel traces the call (:mod:`lrnn.course.check._trace`), and the counts,
+the forbidden functions that ran, and what the trace could not decide come back.
 """
 from __future__ import annotations
 
@@ -79,7 +80,7 @@ def rebuild_exception(ename: str, evalue: str) -> Exception:
 class Kernel:
     """One harness process. ``deadline`` (time.monotonic()) bounds everything it does."""
 
-    def __init__(self, sandbox: Sandbox, *, files: dict, deadline: float):
+    def __init__(self, sandbox: Sandbox, *, files: dict, deadline: float, targets=()):
         self.sandbox = sandbox
         self.deadline = deadline
         self.process = None
@@ -90,10 +91,10 @@ class Kernel:
         self.selector = None
         self.dead: KernelLost | None = None
         self.startup_s = None
-        self._start(files)
+        self._start(files, list(targets))
 
     # -- process ------------------------------------------------------------------------
-    def _start(self, files):
+    def _start(self, files, targets):
         t0 = time.monotonic()
         self.process = self.sandbox.start()
         proc = self.process.proc
@@ -104,7 +105,8 @@ class Kernel:
         self.selector.register(proc.stderr, selectors.EVENT_READ, "err")
         init = {"op": "init", "cwd": self.sandbox.workdir(self.process),
                 "files": {name: base64.b64encode(data).decode("ascii")
-                          for name, data in files.items()}}
+                          for name, data in files.items()},
+                "targets": targets}
         limit = min(self.deadline, time.monotonic() + STARTUP_TIMEOUT)
         reply = self._request(init, limit, grace=0.0)
         if reply.get("status") != "ok":
@@ -218,12 +220,13 @@ class Session:
     """The calls of one hidden test: the kernel, the time limit, and the ``forbid`` /
     ``count_calls`` blocks in force (entered by the test's ``with`` statements)."""
 
-    def __init__(self, kernel: Kernel, limit: float, structure=None):
+    def __init__(self, kernel: Kernel, limit: float):
         self.kernel = kernel
         self.limit = limit
-        self.structure = structure
         self.forbidden: list[list[str]] = []
         self.counters: list = []
+        #: What the kernel's call traces could not decide: for a person to look at.
+        self.review: list[str] = []
 
     # forbid / count_calls (called by lrnn.course.grading.context)
     def push_forbid(self, targets):
@@ -274,9 +277,19 @@ class Session:
             n = counts.get(c.name, 0)
             if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
                 c.n += n
+        self._note_review(reply.get("review"))
+        hit = _first_hit(reply.get("forbidden"))
+        if hit is not None and status in ("ok", "raised", "unsendable"):
+            from ..check import ForbiddenCall
+            target, by = hit
+            via = "" if by in ("?", name) else f" (from {by})"
+            raise ForbiddenCall(
+                f"while this test ran, {name} called {target}{via}. This exercise asks for "
+                f"the result without {target}; calling it elsewhere in the notebook (a demo "
+                "or a self-check) is fine.")
         if status == "ok":
             try:
-                return guard_broadcasting(wire.decode(reply.get("value")))
+                return guard_broadcasting(wire.decode(reply.get("value"), jax_arrays=False))
             except wire.WireError as e:
                 raise TypeError(f"the result of {name} could not be read: {e}") from None
         if status == "raised":
@@ -286,6 +299,13 @@ class Session:
                             "grader cannot compare: return arrays, numbers, tuples, lists or "
                             "dicts of them")
         raise KernelLost("protocol", f"unexpected reply {status!r}")
+
+    def _note_review(self, notes):
+        if not isinstance(notes, list):
+            return
+        for note in notes[:20]:
+            if isinstance(note, str) and note[:300] not in self.review:
+                self.review.append(note[:300])
 
     def probe(self, what: str, name: str, args):
         args_w, _ = self._encode_arguments(args, {})
@@ -350,6 +370,16 @@ def guard_broadcasting(value):
     if isinstance(value, dict):
         return {k: guard_broadcasting(v) for k, v in value.items()}
     return value
+
+
+def _first_hit(hits):
+    """The first (forbidden target, calling function) in a kernel's reply, as text."""
+    if not isinstance(hits, list):
+        return None
+    for hit in hits:
+        if isinstance(hit, list) and len(hit) == 2 and all(isinstance(h, str) for h in hit):
+            return hit[0][:200], hit[1][:200]
+    return None
 
 
 class Proxy:

@@ -16,9 +16,10 @@ def _quiet_print(*args, **kwargs):
     return None
 
 
-def run_official_test(kernel, sol, grade_id: str, limit: float, structure=None) -> dict:
+def run_official_test(kernel, sol, grade_id: str, limit: float) -> dict:
     """Run the solution's test code for ``grade_id`` in this process against the notebook in
-    ``kernel``. Returns the outcome; raises ``KernelLost`` if the kernel is lost."""
+    ``kernel``. Returns the outcome (with ``review``: what the kernel's call traces could not
+    decide); raises ``KernelLost`` if the kernel is lost."""
     from .. import precision
     from ..check import check
     from .context import GraderAbort, grader_context, test_builtins
@@ -28,7 +29,7 @@ def run_official_test(kernel, sol, grade_id: str, limit: float, structure=None) 
     ns["check"] = check
     ns["__builtins__"] = test_builtins()
     ns["print"] = _quiet_print
-    session = Session(kernel, limit, structure)
+    session = Session(kernel, limit)
     wanted = [n for n in test["free"]
               if n in sol["student_names"] or (n not in ns and not hasattr(builtins, n))]
     for name, info in session.names(wanted).items():
@@ -40,7 +41,7 @@ def run_official_test(kernel, sol, grade_id: str, limit: float, structure=None) 
         elif kind == "value":
             from . import wire
             try:
-                ns[name] = guard_broadcasting(wire.decode(info.get("value")))
+                ns[name] = guard_broadcasting(wire.decode(info.get("value"), jax_arrays=False))
             except wire.WireError as e:
                 ns[name] = Unavailable(name, f"unreadable ({e})")
         elif kind == "unsendable":
@@ -57,28 +58,44 @@ def run_official_test(kernel, sol, grade_id: str, limit: float, structure=None) 
             text = str(e)
         except Exception:  # noqa: BLE001
             text = ""
-        return {"status": "error", "ename": type(e).__name__, "evalue": text[:4000]}
-    return {"status": "ok"}
+        return {"status": "error", "ename": type(e).__name__, "evalue": text[:4000],
+                "review": list(session.review)}
+    return {"status": "ok", "review": list(session.review)}
+
+
+def structural_tests(sol) -> tuple[list[str], set[str]]:
+    """(every target the assignment's hidden tests forbid, the grade ids of the tests that
+    forbid or count calls)."""
+    targets, ids = [], set()
+    for gid, test in (sol.get("tests") or {}).items() if sol else ():
+        found = test.get("forbid") or []
+        if found or test.get("counts"):
+            ids.add(gid)
+        targets += [t for t in found if t not in targets]
+    return targets, ids
 
 
 def run_submission(steps, sol, sandbox, *, files: dict, timeout: float, cell_timeout: float,
                    max_output: int) -> dict:
     """Run the steps; returns {"outcomes": {step: outcome}, "timed_out", "restarts",
-    "fatal", "kernel_s"}. Every wait is bounded by ``timeout`` (plus a few seconds of grace
+    "fatal", "kernel_s", "flags": [(cell, what)] for a person to look at, "structural": the
+    grade ids of the tests that forbid or count calls}. Every wait is bounded by ``timeout`` (plus a few seconds of grace
     to kill the sandbox)."""
     from .remote import HIDDEN_MESSAGE, CallTimeout, Kernel, KernelLost
-    from .structure import Structure
+    from .review import flags
     course = sol["course_cells"] if sol else set()
-    structure = Structure([(s.cell, s.source) for s in steps if s.kind == "code"],
-                          trusted=course)
+    targets, structural = structural_tests(sol)
+    own = [(s.cell, s.source) for s in steps
+           if s.kind == "code" and s.source.strip() not in course]
     start = time.monotonic()
     deadline = start + timeout
     outcomes: dict[int, dict] = {}
     killers: set[int] = set()
-    state = {"timed_out": False, "restarts": 0, "fatal": None}
+    state = {"timed_out": False, "restarts": 0, "fatal": None,
+             "flags": flags(own) if structural else [], "structural": structural}
     while True:
         try:
-            kernel = Kernel(sandbox, files=files, deadline=deadline)
+            kernel = Kernel(sandbox, files=files, deadline=deadline, targets=targets)
         except KernelLost as e:
             if time.monotonic() >= deadline:
                 state["timed_out"] = True
@@ -112,8 +129,7 @@ def run_submission(steps, sol, sandbox, *, files: dict, timeout: float, cell_tim
                         out["truncated"] = out["output_bytes"] > max_output
                     else:
                         try:
-                            out = run_official_test(kernel, sol, step.grade_id, limit,
-                                                    structure)
+                            out = run_official_test(kernel, sol, step.grade_id, limit)
                         except CallTimeout:
                             out = {"status": "timeout", "ename": "CallTimeout", "evalue": ""}
                 except KernelLost as e:

@@ -73,6 +73,48 @@ def _read_submission(path: Path, seconds: float = PARSE_SECONDS):
     return nb, None, digest, problems
 
 
+#: What the feedback says of cells that misbehaved after the first official test: which cell,
+#: how many bytes or which error would let a notebook send back what it saw of the hidden
+#: inputs, so only that something happened is said.
+AFTER_TEST_NOTE = ("After the first official test, one or more cells raised an error, ran "
+                   "past the time limit, printed more than the limit or stopped the kernel. "
+                   "Which ones is not shown once the hidden tests have run: run your notebook "
+                   "from the top to see them.")
+
+
+def _cell_notes(steps, outcomes, cell_timeout, max_output) -> list:
+    """Notes on the student's cells: itemised before the first official test ran, one
+    coarse note after it."""
+    notes, after = [], False
+    first_test = min((i for i in outcomes if steps[i].kind == "test"), default=None)
+    for i, c in sorted(outcomes.items()):
+        step = steps[i]
+        if step.kind != "code":
+            continue
+        bad = c["status"] in ("error", "timeout", "died") or c.get("truncated")
+        if first_test is not None and i > first_test:
+            after = after or bad
+            continue
+        if c["status"] == "died" or (c["status"] == "timeout" and
+                                     c.get("ename") == "KernelLost"):
+            why = ("did not stop when interrupted at the time limit: the kernel was killed"
+                   if c["status"] == "timeout" else
+                   "stopped the kernel (sys.exit/os._exit, a crash, or out of memory)")
+            notes.append((f"Cell {step.cell} {why}; the notebook was re-run without it.", None))
+        elif c["status"] == "error":
+            notes.append((f"Cell {step.cell} raised:",
+                          f"{c.get('ename')}: {c.get('evalue', '')[:300]}"))
+        elif c["status"] == "timeout":
+            notes.append((f"Cell {step.cell} ran longer than {cell_timeout:g} s and was "
+                          "interrupted.", None))
+        if c.get("truncated"):
+            notes.append((f"Cell {step.cell} printed more than the {max_output:,} bytes a "
+                          "cell may print.", None))
+    if after:
+        notes.append((AFTER_TEST_NOTE, None))
+    return notes
+
+
 def grade_submission(path, solutions: dict, *, sandbox, timeout=DEFAULT_TIMEOUT,
                      cell_timeout=DEFAULT_CELL_TIMEOUT, max_output=DEFAULT_MAX_OUTPUT,
                      private=(), assignment=None) -> dict:
@@ -121,19 +163,6 @@ def grade_submission(path, solutions: dict, *, sandbox, timeout=DEFAULT_TIMEOUT,
             status = run.get("fatal_kind", "grader error") if status == "graded" else status
             notes.append(("The notebook could not be run to the end:", run["fatal"]))
         outcomes = run["outcomes"]
-        died = sorted(steps[i].cell for i, c in outcomes.items()
-                      if c["status"] == "died" and steps[i].kind == "code")
-        if died:
-            notes.append(("The kernel died (sys.exit/os._exit, a crash, or out of memory) in "
-                          f"cell(s) {', '.join(map(str, died))}; the notebook was re-run "
-                          "without them.", None))
-        killed = sorted(steps[i].cell for i, c in outcomes.items()
-                        if c["status"] == "timeout" and c.get("ename") == "KernelLost" and
-                        steps[i].kind == "code")
-        if killed:
-            notes.append((f"Cell(s) {', '.join(map(str, killed))} did not stop when "
-                          "interrupted at the time limit: the kernel was killed and the "
-                          "notebook re-run without them.", None))
         if any(c.get("ename") == "KernelLost" for c in outcomes.values()):
             status = "kernel died" if status == "graded" else status
         died_tests = [exercise_id(steps[i].grade_id) for i, c in sorted(outcomes.items())
@@ -143,20 +172,7 @@ def grade_submission(path, solutions: dict, *, sandbox, timeout=DEFAULT_TIMEOUT,
                           f"{', '.join(died_tests)} were tested (sys.exit/os._exit, a crash, "
                           "out of memory, or a call that never returned); the notebook was "
                           "re-run for the exercises after it.", None))
-        for i, c in sorted(outcomes.items()):
-            step = steps[i]
-            if step.kind != "code":
-                continue
-            if c["status"] == "error":
-                notes.append((f"Cell {step.cell} raised:",
-                              f"{c.get('ename')}: {c.get('evalue', '')[:300]}"))
-            elif c["status"] == "timeout":
-                notes.append((f"Cell {step.cell} ran longer than {cell_timeout:g} s and was "
-                              "interrupted.", None))
-            if c.get("truncated"):
-                notes.append((f"Cell {step.cell} printed {c['output_bytes']:,} bytes of "
-                              f"output (more than the {max_output:,} bytes a cell may "
-                              "print).", None))
+        notes += _cell_notes(steps, outcomes, cell_timeout, max_output)
     results = []
     for r in sol["table"]:
         ex = {"exercise": r["exercise"], "grade_id": r["grade_id"], "points": r["points"],
@@ -176,6 +192,11 @@ def grade_submission(path, solutions: dict, *, sandbox, timeout=DEFAULT_TIMEOUT,
                 ex.update(score=0.0, result="not run", detail=reason)
             elif c["status"] == "ok":
                 ex.update(score=r["points"], result="passed", detail="")
+                if r["grade_id"] in run.get("structural", ()):
+                    evidence = list(c.get("review") or ()) + [
+                        f"cell {cell} uses {what}" for cell, what in run.get("flags", ())]
+                    if evidence:
+                        ex["review"] = "; ".join(evidence)[:1000]
             elif c["status"] == "timeout":
                 ex.update(score=0.0, result="time limit",
                           detail=f"the test ran longer than {cell_timeout:g} s and was "
@@ -192,6 +213,8 @@ def grade_submission(path, solutions: dict, *, sandbox, timeout=DEFAULT_TIMEOUT,
                 ex.update(score=0.0, result="failed", detail=detail)
         results.append(ex)
     auto = [e for e in results if e["score"] != "manual"]
+    if status == "graded" and any(e.get("review") for e in results):
+        status = "needs review"
     row["status"] = status
     for e in results:
         row[f"ex{e['exercise']}"] = e["score"]

@@ -131,10 +131,11 @@ def load_solutions(folder) -> dict[str, dict]:
                 if tree is None:
                     raise GradeError(f"{path}: the test cell {row['grade_id']} is not valid "
                                      "Python")
+                forbidden, counts = structural_names(row["source"])
                 tests[row["grade_id"]] = {
                     "code": compile(tree, f"<official tests of exercise {row['exercise']}>",
                                     "exec"),
-                    "free": free_names(tree)}
+                    "free": free_names(tree), "forbid": forbidden, "counts": counts}
         needed = {n for t in tests.values() for n in t["free"]}
         data_files = (nb.metadata.get("lrnn") or {}).get("data_files", [])
         out[path.stem] = {"path": str(path), "title": title, "table": table,
@@ -204,3 +205,24 @@ def match_assignment(nb, name: str, solutions: dict) -> str | None:
         if n > best_n:
             best, best_n = stem, n
     return best or assignment_of_name(name, solutions)
+
+
+def structural_names(code: str) -> tuple[list[str], bool]:
+    """(every string given to ``forbid(...)``, whether ``count_calls`` is used) in the code
+    of an official test."""
+    tree = _python_ast(code)
+    targets, counts = [], False
+    if tree is None:
+        return targets, counts
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else \
+            func.attr if isinstance(func, ast.Attribute) else ""
+        if name.lstrip("_") == "forbid":
+            targets += [a.value for a in node.args
+                        if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        elif name.lstrip("_") == "count_calls":
+            counts = True
+    return targets, counts
