@@ -15,6 +15,7 @@ the sandbox)."""
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import threading
@@ -310,6 +311,7 @@ def test_attacks(tmp_path):
         text = md.read_text(encoding="utf-8")
         assert len(text) < 60_000, md.name
         assert "LEAKED-REQUEST" not in text, md.name                  # attack 10
+        assert not re.search(r"printed [\d,]+ bytes", text), md.name  # byte_count_leak
         assert "BOB_SECRET" not in text and "bob_helpers" not in text, md.name   # 2, 3
         rendered = outside_fences(text)                                # attack 12
         assert "FORGED" not in rendered and "<!--" not in rendered, md.name

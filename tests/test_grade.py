@@ -97,6 +97,8 @@ def graded(tmp_path_factory):
             before_first_test=['raise RuntimeError("a crash at top level")']),
         "loop_01_linear_recurrence.ipynb": submission({"ex1.4-solution": LOOPING_CONVOLVE}),
         "cheat_01_linear_recurrence.ipynb": submission({"ex1.1-solution": CHEATING_OPERATOR}),
+        "review_01_linear_recurrence.ipynb": submission(before_first_test=[
+            "import sys\n_here = sys._getframe(0).f_code.co_name"]),
         "chaos_01_linear_recurrence.ipynb": submission(
             {"ex1.5-solution": KILLING_RADIUS},
             before_first_test=[FLOOD, DELETE_EVERYTHING, "import sys\nsys.exit(3)"]),
@@ -175,11 +177,27 @@ def test_infinite_loop_is_interrupted(graded):
 
 
 def test_calling_the_reference_is_caught_by_hidden_tests(graded):
-    """forbid(...) in the hidden test is decided by the grader, on the submitted source."""
+    """forbid(...) in the hidden test is decided by what the answer ran during the test; the
+    feedback says what ran and accuses no one."""
     row = graded["rows"]["cheat_01_linear_recurrence.ipynb"]
     assert scores(row) == dict(FULL, **{"ex1.1": 0})
     text = feedback_of(graded, "cheat_01_linear_recurrence.ipynb")
-    assert "must not use lrnn.scan.binary_operator" in text
+    assert "binary_operator called lrnn.scan.binary_operator" in text
+    assert "write it yourself" not in text
+
+
+def test_what_could_fool_the_trace_keeps_its_points_and_goes_to_a_person(graded):
+    """A student cell that reads frames could fool the trace of a banned call: the row keeps
+    every point the tests gave, its status is "needs review", and the feedback shows the
+    evidence without accusing (exercises without a ban or a count are not involved)."""
+    row = graded["rows"]["review_01_linear_recurrence.ipynb"]
+    assert scores(row) == FULL and row["status"] == "needs review"
+    text = feedback_of(graded, "review_01_linear_recurrence.ipynb")
+    section = text.split("## For your instructor to look at")[1]
+    assert "uses sys._getframe" in section and "Nothing here says that anything is wrong" in text
+    assert [line for line in section.splitlines() if line.startswith("- Exercise")] == [
+        "- Exercise 1.1:", "- Exercise 1.2:", "- Exercise 1.3:", "- Exercise 1.5:"]
+    assert graded["rows"]["full_01_linear_recurrence.ipynb"]["status"] == "graded"
 
 
 def test_exit_kernel_death_flood_and_deleted_files(graded):
@@ -188,7 +206,8 @@ def test_exit_kernel_death_flood_and_deleted_files(graded):
     assert row["status"] == "kernel died"
     text = feedback_of(graded, "chaos_01_linear_recurrence.ipynb")
     assert "The kernel died" in text and "SystemExit" in text
-    assert re.search(r"printed [\d,]{9,} bytes of output", text)
+    assert re.search(r"Cell \d+ printed more than the [\d,]+ bytes a cell may print", text)
+    assert not re.search(r"printed [\d,]+ bytes", text)      # sizes are not a channel
     assert len(text) < 50_000                       # the flood is not copied into feedback
     assert (graded["sub"] / "chaos_01_linear_recurrence.ipynb").exists()
     assert (graded["sub"] / "notes.txt").read_text(encoding="utf-8") == "beside the submission"
