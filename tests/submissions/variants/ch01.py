@@ -1,0 +1,204 @@
+"""Chapter 1 (the linear recurrence): alternative answers and habit cells."""
+
+SCRATCH = {
+    "ex1.1-solution": ['''\
+# what does the library's operator give? (my scratch)
+print(lrnn.scan.binary_operator((np.array([2.0]), np.array([1.0])),
+                                (np.array([3.0]), np.array([0.0]))))'''],
+    "ex1.2-solution": ['''\
+import jax
+a_try, b_try = np.full((1, 8, 1), 0.5), np.ones((1, 8, 1))
+print(np.asarray(lrnn.linear_scan(a_try, b_try))[0, :, 0])
+print(np.asarray(lrnn.scan.linear_scan(a_try, b_try, method="sequential"))[0, -1, 0])
+_, x_try = jax.lax.associative_scan(lrnn.scan.binary_operator, (a_try, b_try), axis=1)
+print(np.asarray(x_try)[0, -1, 0])'''],
+    "ex1.5-solution": ['''\
+A_try = np.array([[0.9, 4.0], [0.0, 0.9]])
+print(np.linalg.eigvals(A_try), np.linalg.eig(A_try)[0])
+import scipy.linalg
+print(np.max(np.abs(scipy.linalg.eigvals(A_try))), scipy.linalg.eig(A_try)[0])'''],
+}
+
+SELF_CHECK = '''\
+# my own final check against the library
+rng_me = np.random.default_rng(123)
+a_me, b_me = rng_me.uniform(-1, 1, (2, 33, 3)), rng_me.standard_normal((2, 33, 3))
+x_lib = np.asarray(lrnn.linear_scan(a_me, b_me, method="sequential"))
+print("operator:", np.allclose(binary_operator((a_me, b_me), (a_me, b_me))[1],
+                               lrnn.scan.binary_operator((a_me, b_me), (a_me, b_me))[1]))
+print("parallel_scan:", np.allclose(parallel_scan(a_me, b_me), x_lib, rtol=1e-4, atol=1e-5))
+print("chunked_scan:", np.allclose(chunked_scan(a_me, b_me, 5), x_lib, rtol=1e-4, atol=1e-5))
+K_me = rng_me.standard_normal((33, 2, 3))
+u_me = rng_me.standard_normal((33, 3))
+y_loop = np.stack([sum(K_me[j] @ u_me[k - j] for j in range(k + 1)) for k in range(33)])
+print("convolve:", np.allclose(convolve(K_me, u_me), y_loop))
+A_me = rng_me.standard_normal((5, 5))
+print("spectral_radius:", np.isclose(spectral_radius(A_me),
+                                     np.max(np.abs(np.linalg.eigvals(A_me))), rtol=1e-6))'''
+
+BINARY_OPERATOR_1 = '''\
+def binary_operator(left, right):
+    """Compose two steps of x_t = a_t x_{t-1} + b_t: first `left`, then `right`."""
+    (a1, b1), (a2, b2) = left, right
+    # a2 * (a1 * x + b1) + b2
+    gain = a2 * a1
+    offset = a2 * b1 + b2
+    return gain, offset'''
+
+BINARY_OPERATOR_2 = {"helpers": ['''\
+def apply_step(step, x):
+    """One step x -> a x + b of the recurrence."""
+    a, b = step
+    return a * x + b'''], "answer": '''\
+def binary_operator(left, right):
+    a_r, b_r = right
+    a_l, b_l = left
+    new_a = np.multiply(a_r, a_l)
+    new_b = apply_step(right, b_l)          # where `right` sends left's constant
+    return new_a, new_b'''}
+
+PARALLEL_SCAN_1 = '''\
+import jax.numpy as jnp
+
+
+def parallel_scan(a, b):
+    """Hillis-Steele with jax.numpy: pad on the left instead of concatenating."""
+    A, X = jnp.asarray(a), jnp.asarray(b)
+    L = X.shape[-2]
+    offset = 1
+    while offset < L:
+        pad = [(0, 0)] * (X.ndim - 2) + [(offset, 0), (0, 0)]
+        A_prev = jnp.pad(A, pad, constant_values=1)[..., :L, :]
+        X_prev = jnp.pad(X, pad)[..., :L, :]
+        A, X = binary_operator((A_prev, X_prev), (A, X))
+        offset *= 2
+    return X'''
+
+PARALLEL_SCAN_2 = {"helpers": ['''\
+def shift_right(arr, k, fill):
+    """arr moved k steps later along axis -2, the first k steps set to `fill`."""
+    out = np.full_like(arr, fill)
+    if k < arr.shape[-2]:
+        out[..., k:, :] = arr[..., :-k, :]
+    return out'''], "answer": '''\
+def parallel_scan(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    L = b.shape[-2]
+
+    def rounds(gain, state, k):             # one call of the operator per round
+        if k >= L:
+            return state
+        gain, state = binary_operator((shift_right(gain, k, 1), shift_right(state, k, 0)),
+                                      (gain, state))
+        return rounds(gain, state, 2 * k)
+
+    return rounds(a, b, 1)'''}
+
+CHUNKED_SCAN_1 = '''\
+def chunked_scan(a, b, T):
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    L, N = b.shape[-2:]
+    n_chunks = (L + T - 1) // T
+    batch = b.shape[:-2]
+    widths = [(0, 0)] * len(batch) + [(0, n_chunks * T - L), (0, 0)]
+    a_blocks = np.pad(a, widths, constant_values=1).reshape(batch + (n_chunks, T, N))
+    b_blocks = np.pad(b, widths, constant_values=0).reshape(batch + (n_chunks, T, N))
+    inside = parallel_scan(a_blocks, b_blocks)           # every chunk from zero
+    # the products a_0 ... a_k: the same scan started from x_{-1} = 1 with no input
+    start = np.zeros_like(a_blocks)
+    start[..., 0, :] = a_blocks[..., 0, :]
+    gains = parallel_scan(a_blocks, start)
+    out = np.empty(inside.shape, np.result_type(inside.dtype, gains.dtype))
+    h = np.zeros(batch + (N,), out.dtype)
+    for c in range(n_chunks):
+        out[..., c, :, :] = inside[..., c, :, :] + gains[..., c, :, :] * h[..., None, :]
+        h = out[..., c, -1, :]
+    return out.reshape(batch + (n_chunks * T, N))[..., :L, :]'''
+
+CHUNKED_SCAN_2 = {"helpers": ['''\
+import jax.numpy as jnp
+
+
+def pad_to_chunks(x, T, fill):
+    """(..., L, N) -> (..., C, T, N), the last chunk padded with `fill`."""
+    L = x.shape[-2]
+    C = -(-L // T)
+    tail = jnp.full(x.shape[:-2] + (C * T - L, x.shape[-1]), fill, x.dtype)
+    x = jnp.concatenate([x, tail], axis=-2)
+    return x.reshape(x.shape[:-2] + (C, T, x.shape[-1]))'''], "answer": '''\
+def chunked_scan(a, b, T):
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    L, N = b.shape[-2:]
+    ac, bc = pad_to_chunks(jnp.asarray(a), T, 1), pad_to_chunks(jnp.asarray(b), T, 0)
+    local = jnp.asarray(parallel_scan(ac, bc))
+    running = jnp.cumprod(ac, axis=-2)               # a_0 a_1 ... a_k in each chunk
+    entering = [jnp.zeros_like(local[..., 0, 0, :])]
+    for c in range(ac.shape[-3] - 1):
+        entering.append(running[..., c, -1, :] * entering[-1] + local[..., c, -1, :])
+    h = jnp.stack(entering, axis=-2)                 # (..., C, N)
+    x = local + running * h[..., :, None, :]
+    return x.reshape(b.shape[:-2] + (-1, N))[..., :L, :]'''}
+
+CONVOLVE_1 = '''\
+def convolve(K, u):
+    """The causal convolution by FFT, zero-padded so that nothing wraps around."""
+    K, u = np.asarray(K), np.asarray(u)
+    L = u.shape[-2]
+    n = L + K.shape[0]
+    Kf = np.fft.fft(K, n=n, axis=0)                     # (n, P, H)
+    uf = np.fft.fft(u, n=n, axis=-2)                    # (..., n, H)
+    y = np.fft.ifft(np.einsum("...kh,kph->...kp", uf, Kf), axis=-2)[..., :L, :]
+    return y if np.iscomplexobj(K) or np.iscomplexobj(u) else y.real'''
+
+CONVOLVE_2 = '''\
+def convolve(K, u):
+    K, u = np.asarray(K), np.asarray(u)
+    L = u.shape[-2]
+    outputs = []
+    for k in range(L):
+        window = u[..., k::-1, :]                       # u_k, u_{k-1}, ..., u_0
+        outputs.append(np.einsum("jph,...jh->...p", K[:k + 1], window))
+    return np.stack(outputs, axis=-2)'''
+
+SPECTRAL_RADIUS_1 = {"helpers": ['''\
+def normalised(M):
+    """M / ‖M‖_1 and log ‖M‖_1 (the largest column sum); (M, -inf) for M = 0."""
+    size = np.abs(M).sum(axis=0).max()
+    return (M / size, np.log(size)) if size > 0 else (M, -np.inf)'''], "answer": '''\
+def spectral_radius(A):
+    A = np.asarray(A, dtype=np.float64)
+    P, log_scale = normalised(A)                  # A^(2^j) = exp(log_scale) P
+    if not np.isfinite(log_scale):
+        return 0.0
+    for j in range(40):
+        P, log_step = normalised(P @ P)
+        if not np.isfinite(log_step):
+            return 0.0
+        log_scale = 2 * log_scale + log_step
+    return float(np.exp(log_scale / 2 ** 40))'''}
+
+SPECTRAL_RADIUS_2 = '''\
+def spectral_radius(A):
+    M = np.array(A, dtype=float)
+    log_norm, k = 0.0, 1                          # A^k = exp(log_norm) M
+    while k < 2 ** 40:
+        s = np.linalg.norm(M, 2)                  # largest singular value
+        if s == 0.0:
+            return 0.0
+        M = M / s
+        log_norm += np.log(s)
+        M = M @ M
+        log_norm *= 2
+        k *= 2
+    s = np.linalg.norm(M, 2)
+    if s == 0.0:
+        return 0.0
+    return float(np.exp((log_norm + np.log(s)) / k))'''
+
+VARIANTS = {
+    "ex1.1-solution": [BINARY_OPERATOR_1, BINARY_OPERATOR_2],
+    "ex1.2-solution": [PARALLEL_SCAN_1, PARALLEL_SCAN_2],
+    "ex1.3-solution": [CHUNKED_SCAN_1, CHUNKED_SCAN_2],
+    "ex1.4-solution": [CONVOLVE_1, CONVOLVE_2],
+    "ex1.5-solution": [SPECTRAL_RADIUS_1, SPECTRAL_RADIUS_2],
+}

@@ -1,0 +1,166 @@
+"""Chapter 2 (the LRU): alternative answers and habit cells."""
+
+SCRATCH = {
+    "ex2.1-solution": ['''\
+nu_try, theta_try = lru.ring_init(jax.random.PRNGKey(1), 8, 0.5, 0.9)
+print(np.exp(-np.exp(np.asarray(nu_try))))
+print(lru.ring_from_uniforms(np.array([0.3]), np.array([0.6]), r_min=0.5, r_max=0.8,
+                             max_phase=np.pi))'''],
+    "ex2.3-solution": ['''\
+p_try = lru.init(jax.random.PRNGKey(0), 2, 4)
+u_try = np.ones((5, 2), np.float32)
+print(lru.hidden_states(p_try, u_try).shape, lru.apply(p_try, u_try).shape)'''],
+    "ex2.6-solution": ['print(lru.forward_blowup(0.9, 0.999), lru.forward_blowup(0.0, 0.9))'],
+}
+
+SELF_CHECK = '''\
+# my own final check against the library
+rng_me = np.random.default_rng(7)
+u1_me, u2_me = rng_me.uniform(size=6), rng_me.uniform(size=6)
+mine = ring_from_uniforms(u1_me, u2_me, 0.4, 0.9, np.pi)
+lib = lru.ring_from_uniforms(u1_me, u2_me, r_min=0.4, r_max=0.9, max_phase=np.pi)
+print("ring:", all(np.allclose(m, l, rtol=1e-5, atol=1e-6) for m, l in zip(mine, lib)))
+nu_me, _ = lru.ring_init(jax.random.PRNGKey(5), 20000, 0.3, 0.9)
+modulus_me = np.exp(-np.exp(np.asarray(nu_me, np.float64)))
+print("cdf:", abs(np.mean(modulus_me <= 0.6) - ring_radius_cdf(0.6, 0.3, 0.9)) < 0.02)
+p_me = lru.init(jax.random.PRNGKey(3), 3, 5, r_min=0.5, r_max=0.95)
+u_me = rng_me.standard_normal((2, 20, 3)).astype(np.float32)
+print("states:", np.allclose(lru_hidden_states(p_me, u_me), lru.hidden_states(p_me, u_me),
+                             rtol=1e-3, atol=1e-4))
+print("apply:", np.allclose(lru_apply(p_me, u_me), lru.apply(p_me, u_me), rtol=1e-3, atol=1e-4))
+print("gamma:", np.allclose(gamma_log_init(p_me["nu_log"], p_me["theta_log"]), p_me["gamma_log"],
+                            atol=1e-5))
+print("blow-up:", np.isclose(forward_blowup(0.5, 0.9), lru.forward_blowup(0.5, 0.9)))'''
+
+RING_1 = '''\
+def ring_from_uniforms(u1, u2, r_min, r_max, max_phase):
+    """(log ν, log θ) of LRU Lemma 3.2 for uniforms u1, u2 of the same shape."""
+    u1, u2 = np.asarray(u1, dtype=np.float64), np.asarray(u2, dtype=np.float64)
+    radius = np.sqrt(r_min ** 2 + u1 * (r_max ** 2 - r_min ** 2))   # uniform in area
+    nu = -np.log(radius)
+    theta = u2 * max_phase
+    return np.log(nu), np.log(theta)'''
+
+RING_2 = {"helpers": ['''\
+def inverse_area(u, r_lo, r_hi):
+    """The radius whose disc holds r_lo² plus the fraction u of the ring's area (/π)."""
+    return np.sqrt(u * r_hi ** 2 + (1 - u) * r_lo ** 2)'''], "answer": '''\
+def ring_from_uniforms(u1, u2, r_min, r_max, max_phase):
+    u1 = np.asarray(u1, dtype=np.float64)
+    u2 = np.asarray(u2, dtype=np.float64)
+    nu_log = np.log(-np.log(inverse_area(u1, r_min, r_max)))
+    theta_log = np.log(max_phase) + np.log(u2)
+    return nu_log, theta_log'''}
+
+CDF_1 = '''\
+def ring_radius_cdf(r, r_min, r_max):
+    r = np.asarray(r, dtype=np.float64)
+    share = (r ** 2 - r_min ** 2) / (r_max ** 2 - r_min ** 2)
+    return np.where(r < r_min, 0.0, np.where(r > r_max, 1.0, share))'''
+
+CDF_2 = '''\
+def ring_radius_cdf(r, r_min, r_max):
+    def one(radius):                      # the area inside `radius`, over the ring's area
+        if radius <= r_min:
+            return 0.0
+        if radius >= r_max:
+            return 1.0
+        return (radius * radius - r_min * r_min) / (r_max * r_max - r_min * r_min)
+
+    r = np.asarray(r, dtype=np.float64)
+    return np.array([one(v) for v in r.ravel()]).reshape(r.shape)'''
+
+STATES_1 = '''\
+def lru_hidden_states(params, u):
+    """Complex LRU states x_k, shape (..., L, N), for real u of shape (..., L, H)."""
+    u = np.asarray(u, dtype=np.float64)
+    nu = np.exp(np.asarray(params["nu_log"], np.float64))
+    theta = np.exp(np.asarray(params["theta_log"], np.float64))
+    lam = np.exp(-nu) * (np.cos(theta) + 1j * np.sin(theta))
+    gamma = np.exp(np.asarray(params["gamma_log"], np.float64))
+    B = gamma[:, None] * (np.asarray(params["B_re"]) + 1j * np.asarray(params["B_im"]))
+    drive = u @ B.T                                   # (..., L, N)
+    x = np.zeros(drive.shape[:-2] + drive.shape[-1:], complex)
+    states = []
+    for k in range(drive.shape[-2]):                  # the recurrence, step by step
+        x = lam * x + drive[..., k, :]
+        states.append(x)
+    return np.stack(states, axis=-2)'''
+
+STATES_2 = '''\
+import jax.numpy as jnp
+
+
+def lru_hidden_states(params, u):
+    lam = jnp.exp(-jnp.exp(params["nu_log"]) + 1j * jnp.exp(params["theta_log"]))
+    B = (params["B_re"] + 1j * params["B_im"]) * jnp.exp(params["gamma_log"])[:, None]
+    Bu = jnp.asarray(u) @ B.T
+
+    def step(x, b_k):
+        x = lam * x + b_k
+        return x, x
+
+    x0 = jnp.zeros(Bu.shape[:-2] + Bu.shape[-1:], Bu.dtype)
+    _, xs = jax.lax.scan(step, x0, jnp.moveaxis(Bu, -2, 0))
+    return jnp.moveaxis(xs, 0, -2)'''
+
+APPLY_1 = '''\
+def lru_apply(params, u):
+    states = np.asarray(lru_hidden_states(params, u))
+    C_re, C_im = np.asarray(params["C_re"]), np.asarray(params["C_im"])
+    # Re((C_re + i C_im) x) = C_re Re x − C_im Im x
+    y = states.real @ C_re.T - states.imag @ C_im.T
+    return y + np.asarray(params["D"]) * np.asarray(u)'''
+
+APPLY_2 = {"helpers": ['''\
+import jax.numpy as jnp
+
+
+def read_out(params, x):
+    """Re(C x_k) for every step: (..., L, N) -> (..., L, H)."""
+    C = jnp.asarray(params["C_re"]) + 1j * jnp.asarray(params["C_im"])
+    return jnp.real(jnp.einsum("hn,...ln->...lh", C, x))'''], "answer": '''\
+def lru_apply(params, u):
+    x = jnp.asarray(lru_hidden_states(params, u))
+    return read_out(params, x) + jnp.asarray(params["D"]) * jnp.asarray(u)'''}
+
+GAMMA_1 = '''\
+def gamma_log_init(nu_log, theta_log):
+    nu_log = np.asarray(nu_log, dtype=np.float64)
+    radius = np.exp(-np.exp(nu_log))                  # |λ|
+    return np.log(np.sqrt(1 - radius ** 2))'''
+
+GAMMA_2 = '''\
+def gamma_log_init(nu_log, theta_log):
+    """½ log(1 − |λ|²) with 1 − |λ|² = −expm1(−2ν): accurate near the unit circle."""
+    nu = np.exp(np.asarray(nu_log, dtype=np.float64))
+    return 0.5 * np.log(-np.expm1(-2.0 * nu))'''
+
+BLOWUP_1 = '''\
+def forward_blowup(r_min, r_max):
+    a, b = r_min ** 2, r_max ** 2
+    if b == a:                                        # a thin ring: one eigenvalue modulus
+        return 1.0 / (1.0 - b)
+    return float((np.log(1.0 - a) - np.log(1.0 - b)) / (b - a))'''
+
+BLOWUP_2 = {"helpers": ['''\
+import math
+
+
+def mean_of_inverse(lo, hi):
+    """The mean of 1/(1 − s) for s uniform on [lo, hi], the limit 1/(1 − hi) when lo = hi."""
+    width = hi - lo
+    if width == 0:
+        return 1 / (1 - hi)
+    return math.log1p(width / (1 - hi)) / width'''], "answer": '''\
+def forward_blowup(r_min, r_max):
+    return float(mean_of_inverse(r_min * r_min, r_max * r_max))'''}
+
+VARIANTS = {
+    "ex2.1-solution": [RING_1, RING_2],
+    "ex2.2-solution": [CDF_1, CDF_2],
+    "ex2.3-solution": [STATES_1, STATES_2],
+    "ex2.4-solution": [APPLY_1, APPLY_2],
+    "ex2.5-solution": [GAMMA_1, GAMMA_2],
+    "ex2.6-solution": [BLOWUP_1, BLOWUP_2],
+}

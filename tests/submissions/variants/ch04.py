@@ -1,0 +1,173 @@
+"""Chapter 4 (normalisation): alternative answers and habit cells."""
+
+SCRATCH = {
+    "ex4.4-solution": ['''\
+p_try = lrnn.layers.rotrnn.init(jax.random.PRNGKey(0), 3, 8, 2)
+x_try = lrnn.layers.rotrnn.hidden_states(p_try, jnp.ones((5, 3)), scale_first_state=True)
+print(x_try.shape, float(jnp.sum(x_try[0] ** 2)))'''],
+}
+
+SELF_CHECK = '''\
+# my own final check against the library and the formulas
+rng_me = np.random.default_rng(9)
+P_me = np.asarray(lrnn.orthogonal.skew_expm(rng_me.standard_normal((4, 4))), np.float64)
+B_me = rng_me.standard_normal((4, 3))
+print("xi at rho = 0:", np.isclose(xi_correlated(P_me, np.array([0.2, 1.0]), B_me, 0.9, 0.0),
+                                    np.sqrt((1 - 0.81) / np.sum(B_me ** 2))))
+lam_me = np.array([0.5, 0.9j], np.complex64)
+B2_me = np.ones((2, 2), np.complex64)
+print("E|x_1|^2:", np.isclose(np.asarray(lru_expected_sq_norm(lam_me, B2_me, np.array([1])))[0], 4.0))
+p_me = lrnn.layers.rotrnn.init(jax.random.PRNGKey(2), 3, 8, 2)
+u_me = jnp.asarray(rng_me.standard_normal((2, 7, 3)), jnp.float32)
+for scale in (False, True):
+    print("rotrnn_states", "scaled" if scale else "plain", np.allclose(rotrnn_states(p_me, u_me, scale_first_state=scale),
+          lrnn.layers.rotrnn.hidden_states(p_me, u_me, scale_first_state=scale), atol=1e-4))
+m_me, se_me = mc_expected_sq_norm(jax.random.PRNGKey(0), np.eye(4), np.zeros((4, 2)), 0.5, 1.0,
+                                  np.eye(4)[0], 3, 10)
+print("no input: the norm shrinks by gamma^2:", np.allclose(m_me, [1, 0.25, 0.0625]))'''
+
+XI_1 = '''\
+def xi_correlated(P, theta, B, gamma, rho):
+    P, B = np.asarray(P, np.float64), np.asarray(B, np.float64)
+    beta = P.T @ B                                   # B in the rotated basis
+    total = 0.0
+    for i, th in enumerate(np.asarray(theta, np.float64)):    # one rotation pair at a time
+        weight = np.sum(beta[2 * i:2 * i + 2] ** 2)
+        z = rho * gamma * np.exp(1j * th)
+        total += weight * ((1 + z) / (1 - z)).real
+    # E‖x‖² = ξ² total / (1 − γ²) = 1
+    return float(np.sqrt((1 - gamma ** 2) / total))'''
+
+XI_2 = '''\
+def xi_correlated(P, theta, B, gamma, rho):
+    """Re((1 + c e^{iθ})/(1 − c e^{iθ})) = (1 − c²)/(1 − 2c cos θ + c²), c = ργ."""
+    P, B = np.asarray(P, np.float64), np.asarray(B, np.float64)
+    rotated = P.T @ B
+    w = (rotated[0::2] ** 2).sum(axis=1) + (rotated[1::2] ** 2).sum(axis=1)
+    c = rho * gamma
+    g = (1 - c ** 2) / (1 - 2 * c * np.cos(np.asarray(theta, np.float64)) + c ** 2)
+    return float(np.sqrt((1 - gamma ** 2) / (w @ g)))'''
+
+MC_1 = '''\
+def mc_expected_sq_norm(key, A, B, gamma, alpha, x1, T, n_samples):
+    A, B, x1 = (np.asarray(v, np.float64) for v in (A, B, x1))
+    noise = np.asarray(jax.random.normal(key, (T - 1, n_samples, B.shape[1])), np.float64)
+    x = np.tile(x1, (n_samples, 1))
+    sq = [np.sum(x ** 2, axis=1)]
+    for t in range(T - 1):
+        x = alpha * (gamma * x @ A.T + noise[t] @ B.T)
+        sq.append(np.sum(x ** 2, axis=1))
+    sq = np.array(sq)                                # (T, n_samples)
+    return sq.mean(axis=1), sq.std(axis=1, ddof=1) / np.sqrt(n_samples)'''
+
+MC_2 = '''\
+def mc_expected_sq_norm(key, A, B, gamma, alpha, x1, T, n_samples):
+    """One key per trajectory, vmapped."""
+    A, B, x1 = jnp.asarray(A), jnp.asarray(B), jnp.asarray(x1)
+
+    def trajectory(k):
+        u = jax.random.normal(k, (T - 1, B.shape[1]))
+
+        def step(x, u_t):
+            x = alpha * (gamma * A @ x + B @ u_t)
+            return x, x @ x
+
+        _, norms = jax.lax.scan(step, x1, u)
+        return jnp.concatenate([jnp.array([x1 @ x1]), norms])
+
+    sq = jax.vmap(trajectory)(jax.random.split(key, n_samples))    # (n_samples, T)
+    mean = sq.mean(axis=0)
+    stderr = jnp.sqrt(jnp.sum((sq - mean) ** 2, axis=0) / (n_samples - 1) / n_samples)
+    return mean, stderr'''
+
+NORM_1 = '''\
+def lru_expected_sq_norm(lam, B, t):
+    lam = np.asarray(lam, np.complex128)
+    b = np.sum(np.abs(np.asarray(B, np.complex128)) ** 2, axis=1)
+    t = np.asarray(t)
+    total = np.zeros(t.shape)
+    for b_k, lam_k in zip(b, lam):                   # state by state
+        r2 = abs(lam_k) ** 2
+        if abs(1 - r2) < 1e-12:                      # on the circle: t equal terms
+            total += b_k * t
+        else:
+            total += b_k * (1 - r2 ** t) / (1 - r2)
+    return total'''
+
+NORM_2 = '''\
+def lru_expected_sq_norm(lam, B, t):
+    """The geometric sums by a cumulative sum, no division (|λ| = 1 needs no care)."""
+    r2 = np.abs(np.asarray(lam, np.complex128)) ** 2              # (N,)
+    b = np.sum(np.abs(np.asarray(B, np.complex128)) ** 2, axis=1)
+    t = np.asarray(t, dtype=int)
+    powers = r2[None, :] ** np.arange(t.max())[:, None]           # |λ_k|^{2i}, i < max t
+    partial_sums = np.cumsum(powers, axis=0)
+    return partial_sums[t - 1] @ b'''
+
+STATES_1 = {"helpers": ['''\
+from scipy.linalg import expm
+
+
+def block_rotation_np(theta):
+    """D(θ): 2×2 rotation blocks on the diagonal."""
+    D = np.zeros((2 * len(theta), 2 * len(theta)))
+    for i, t in enumerate(theta):
+        D[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]]
+    return D'''], "answer": '''\
+def rotrnn_states(params, u, scale_first_state=False):
+    M, theta, nu_log, B = (np.asarray(params[k], np.float64)
+                           for k in ("M", "theta", "nu_log", "B"))
+    u = np.asarray(u, np.float64)
+    H, n, _ = B.shape
+    A = np.empty((H, n, n))
+    for h in range(H):
+        P = expm(M[h] - M[h].T)
+        A[h] = P @ block_rotation_np(theta[h]) @ P.T
+    gamma = np.exp(-np.exp(nu_log))
+    B_norm2 = np.sum(B ** 2, axis=(1, 2))
+    xi = np.sqrt((1 - gamma ** 2) / B_norm2)
+    drive = np.einsum("hnk,...lk->...lhn", B, u)     # B_h u_t
+    x = np.zeros(u.shape[:-2] + (H, n))
+    out = []
+    for t in range(u.shape[-2]):
+        if t == 0 and scale_first_state:
+            x = drive[..., 0, :, :] / np.sqrt(B_norm2)[:, None]
+        else:
+            x = gamma[:, None] * np.einsum("hij,...hj->...hi", A, x) \\
+                + xi[:, None] * drive[..., t, :, :]
+        out.append(x)
+    return np.stack(out, axis=-3)'''}
+
+STATES_2 = '''\
+def rotrnn_states(params, u, scale_first_state=False):
+    M = jnp.asarray(params["M"])
+    P = jnp.stack([lrnn.orthogonal.skew_expm(M[h]) for h in range(M.shape[0])])   # (H, n, n)
+    phase = jnp.exp(1j * jnp.asarray(params["theta"]))              # (H, n/2)
+    gamma = jnp.exp(-jnp.exp(jnp.asarray(params["nu_log"])))        # (H,)
+    B = jnp.asarray(params["B"])
+    xi = jnp.sqrt((1 - gamma ** 2) / jnp.sum(B ** 2, axis=(1, 2)))
+    inputs = xi[:, None] * jnp.einsum("hnk,...lk->...lhn", B, jnp.asarray(u))
+    if scale_first_state:                        # x_1 = ξ B u_1 / √(1 − γ²)
+        first = inputs[..., 0, :, :] / jnp.sqrt(1 - gamma ** 2)[:, None]
+        inputs = jnp.concatenate([first[..., None, :, :], inputs[..., 1:, :, :]], axis=-3)
+
+    def transition(x):                           # γ P D(θ) Pᵀ x, every head at once
+        y = jnp.einsum("hji,...hj->...hi", P, x)
+        z = (y[..., 0::2] + 1j * y[..., 1::2]) * phase
+        y = jnp.stack([z.real, z.imag], axis=-1).reshape(y.shape)
+        return gamma[:, None] * jnp.einsum("hij,...hj->...hi", P, y)
+
+    def step(x, b_t):
+        x = transition(x) + b_t
+        return x, x
+
+    x0 = jnp.zeros(inputs.shape[:-3] + inputs.shape[-2:])
+    _, xs = jax.lax.scan(step, x0, jnp.moveaxis(inputs, -3, 0))
+    return jnp.moveaxis(xs, 0, -3)'''
+
+VARIANTS = {
+    "ex4.1-solution": [XI_1, XI_2],
+    "ex4.2-solution": [MC_1, MC_2],
+    "ex4.3-solution": [NORM_1, NORM_2],
+    "ex4.4-solution": [STATES_1, STATES_2],
+}

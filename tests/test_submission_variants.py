@@ -1,0 +1,132 @@
+"""What students hand in (``tests/submissions``): the builders, and every alternative answer
+run against the official tests (visible check and hidden tests) in this process, without the
+grader: the answer cells and the cells the student added are executed in a fresh namespace
+after the chapter's imports, and each test cell is replaced by the solution's, under
+``grading_mode()`` (``forbid`` patches the banned functions, ``count_calls`` counts).
+
+Fast structural tests run always; running whole notebooks' answers is marked ``slow``
+except for the variants, whose correctness is the point of this file."""
+import re
+
+import nbformat
+import pytest
+
+from lrnn.course.exercises import BEGIN_SOLUTION, END_SOLUTION, cell_kind
+from submissions import build
+
+CHAPTERS = build.CHAPTERS
+BANNED = re.compile(r"forbid\(([^)]*)\)", re.S)
+
+
+def banned_targets(chapter):
+    """Exercise grade_id -> the dotted names its hidden tests forbid."""
+    out = {}
+    for gid, source in build.official_tests(chapter).items():
+        names = [n for m in BANNED.finditer(source) for n in re.findall(r'"([\w.]+)"', m[1])]
+        if names:
+            out[gid] = names
+    return out
+
+
+def answer_cells(nb):
+    return [c for c in nb.cells if cell_kind(c) == "solution"]
+
+
+def test_every_chapter_and_36_coded_exercises():
+    assert CHAPTERS == (1, 2, 3, 4, 5, 6, 7, 8)
+    assert sum(len(build.coded(ch)) for ch in CHAPTERS) == 36
+    for ch in CHAPTERS:
+        assert [ex for ex in build.exercises(ch) if ex.manual], f"chapter {ch}: no open question"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_solution_fills_every_answer(chapter):
+    nb = build.solution(chapter)
+    nbformat.validate(nb)
+    given = build.exercise_notebook(chapter)
+    assert len(nb.cells) == len(given.cells)
+    for cell in answer_cells(nb):
+        assert "NotImplementedError" not in cell.source, cell.source
+        assert BEGIN_SOLUTION not in cell.source and END_SOLUTION not in cell.source
+    model = build.model_answers(chapter)
+    assert {build.grade_id(c): c.source for c in answer_cells(nb)} == model
+    for cell in nb.cells:
+        if cell_kind(cell) == "manual":
+            assert cell.source.startswith("My answer: ") and len(cell.source) > 40
+    # everything but the answers is the notebook the student received
+    for mine, theirs in zip(nb.cells, given.cells):
+        if cell_kind(mine) not in ("solution", "manual"):
+            assert mine == theirs
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_blank_and_partial(chapter):
+    assert build.blank(chapter) == build.exercise_notebook(chapter)
+    nb, points = build.partial(chapter)
+    todo = build.coded(chapter)
+    half = todo[:len(todo) // 2]
+    solved = {build.grade_id(c) for c in answer_cells(nb) if "NotImplementedError" not in c.source}
+    assert solved == {gid for ex in half for gid in ex.answers}
+    raw = build.solution_notebook(chapter)
+    want = sum(c.metadata["nbgrader"]["points"] for c in raw.cells if cell_kind(c) == "test"
+               and c.metadata["nbgrader"]["grade_id"] in {ex.grade_id for ex in half})
+    assert points == want and 0 < points < build.total_points(chapter)
+    assert build.expected_points(chapter, []) == 0
+    assert build.expected_points(chapter, ["ex%s" % half[0].id]) == half[0].points
+    with pytest.raises(ValueError, match="expected one of"):
+        build.expected_points(chapter, ["ex9.9"])
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_habits(chapter):
+    done = build.solution(chapter)
+    nb = build.with_habits(done, chapter)
+    nbformat.validate(nb)
+    old, new = build.PARAMETER[chapter]
+    text = "\n".join(c.source for c in nb.cells)
+    assert old not in text and new in text
+    scratch, self_check = build.habits(chapter)
+    assert nb.cells[-1].source == self_check
+    for i, cell in enumerate(nb.cells):          # scratch right after its answer cell
+        if build.grade_id(cell) in scratch:
+            assert [c.source for c in nb.cells[i + 1:i + 1 + len(scratch[build.grade_id(cell)])]] \
+                == scratch[build.grade_id(cell)]
+    counts = [c.execution_count for c in nb.cells if c.cell_type == "code"]
+    known = [c for c in counts if c is not None]
+    assert known != sorted(known) and len(set(known)) == len(known)
+    assert any(c.outputs for c in nb.cells if cell_kind(c) == "test")
+    # the scratch cells call every library function the chapter's hidden tests ban
+    calls = "\n".join(s for sources in scratch.values() for s in sources)
+    calls = calls.replace("np.", "numpy.").replace("lru.", "lrnn.layers.lru.")
+    for gid, names in banned_targets(chapter).items():
+        for name in names:
+            leaf = ".".join(name.split(".")[-2:])
+            assert leaf in calls, f"chapter {chapter}: no scratch cell calls {name} (banned in {gid})"
+    assert build.chapter_of(nb) == chapter
+
+
+def test_write_names_the_chapter(tmp_path):
+    for chapter in (1, 8):
+        nb = build.with_habits(build.solution(chapter))
+        path = build.write(nb, tmp_path / "sub", "alice")
+        assert path.name == f"alice_{build.stem(chapter)}.ipynb"
+        assert nbformat.read(path, as_version=4) == nb
+    assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == [
+        "alice_01_linear_recurrence.ipynb", "alice_08_capstone.ipynb"]
+    with pytest.raises(ValueError, match="name"):
+        build.write(build.blank(1), tmp_path, "../x")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_builders_score_in_process(chapter):
+    total = build.total_points(chapter)
+    run = build.run_in_process(build.solution(chapter))
+    assert run.points == total and not run.errors, (run.failed(), run.errors)
+    assert build.run_in_process(build.blank(chapter)).points == 0
+    nb, points = build.partial(chapter)
+    assert build.run_in_process(nb).points == points
+    run = build.run_in_process(build.with_habits(build.solution(chapter)))
+    assert run.points == total and not run.errors, (run.failed(), run.errors)
+    checks = [line for line in run.output.splitlines() if line.endswith(("True", "False"))]
+    assert checks and not [line for line in checks if "False" in line], run.output
