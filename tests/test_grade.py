@@ -230,7 +230,7 @@ def test_gradebook_layout(graded):
     assert header[:5] == ["submission", "sha256", "assignment", "status", "sandbox"]
     assert header[-2:] == ["total", "max_total"]
     assert header[5:-2] == [*FULL, "ex1.6"]
-    assert len(rows) == 8 == len({r["submission"] for r in rows})
+    assert len(rows) == 9 == len({r["submission"] for r in rows})
     expected = "bwrap" if sb.choose("auto").kind == "bwrap" else "none"
     assert {r["sandbox"] for r in rows} == {expected}
     assert not [p for p in graded["out"].parent.iterdir() if p.name.endswith(".tmp")]
