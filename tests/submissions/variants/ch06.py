@@ -31,4 +31,82 @@ print("odd_even_work_depth:", tuple(odd_even_work_depth(100)) == (sum(calls_me),
 print("scan_bytes:", scan_bytes((2, 10, 4), "float32", time_varying=True) == 2 * 10 * 4 * 4 * 3)
 print("fraction_of_floor:", np.isclose(fraction_of_floor((2, 10, 4), 1.0, 1e-9), 1280.0))'''
 
-VARIANTS = {}
+BYTES_1 = '''\
+def scan_bytes(shape, dtype="complex64", time_varying=False, passes=1):
+    elements = 1
+    for size in shape:
+        elements *= int(size)
+    itemsize = np.zeros(0, dtype=dtype).itemsize
+    per_pass = 2 if time_varying else 1              # b, and a when it varies in time
+    return elements * itemsize * (passes * per_pass + 1)   # + writing x once'''
+
+BYTES_2 = '''\
+def scan_bytes(shape, dtype="complex64", time_varying=False, passes=1):
+    n = int(np.prod(np.array(shape, dtype=np.int64)))
+    reads = passes + (passes if time_varying else 0)
+    writes = 1
+    return (reads + writes) * n * np.dtype(dtype).itemsize'''
+
+WORK_DEPTH_1 = '''\
+def odd_even_work_depth(L):
+    work, depth, n = 0, 0, L
+    while n >= 2:                                    # one level of the recursion per pass
+        down = n // 2                                # neighbours combined
+        up = (n + 1) // 2 - 1                        # even positions fixed on the way back
+        work += down + up
+        depth += 1 + (1 if up > 0 else 0)
+        n = down
+    return work, depth'''
+
+WORK_DEPTH_2 = {"helpers": ['''\
+from functools import lru_cache'''], "answer": '''\
+@lru_cache(maxsize=None)
+def odd_even_work_depth(L):
+    if L <= 1:
+        return (0, 0)
+    pairs = L // 2
+    fix_ups = L - pairs - 1                          # ceil(L/2) − 1
+    inner_work, inner_depth = odd_even_work_depth(pairs)
+    return (pairs + fix_ups + inner_work, inner_depth + 1 + int(fix_ups > 0))'''}
+
+VJP_1 = '''\
+def scan_vjp(a, x, x_bar):
+    """b̄ is the scan of x̄ run backwards in time: b̄_t = x̄_t + a b̄_{t+1}."""
+    a, x, x_bar = np.asarray(a), np.asarray(x), np.asarray(x_bar)
+    b_bar = np.asarray(lrnn.linear_scan(a, x_bar, reverse=True))
+    x_prev = np.zeros_like(x)
+    x_prev[..., 1:, :] = x[..., :-1, :]
+    a_bar = (b_bar * x_prev).reshape(-1, x.shape[-1]).sum(axis=0)
+    return a_bar, b_bar'''
+
+VJP_2 = '''\
+def scan_vjp(a, x, x_bar):
+    """b̄_s = Σ_{t ≥ s} a^{t−s} x̄_t as one product with the (L, L) matrix of powers."""
+    a, x, x_bar = np.asarray(a), np.asarray(x), np.asarray(x_bar)
+    L = x.shape[-2]
+    lag = np.arange(L)[None, :] - np.arange(L)[:, None]              # t − s
+    weights = np.where(lag[..., None] >= 0, a ** np.maximum(lag, 0)[..., None], 0)  # (L, L, N)
+    b_bar = np.einsum("stn,...tn->...sn", weights, x_bar)
+    a_bar = np.zeros(x.shape[-1], np.result_type(b_bar, x))
+    for t in range(1, L):                                            # a multiplies x_{t-1}
+        a_bar += (b_bar[..., t, :] * x[..., t - 1, :]).reshape(-1, x.shape[-1]).sum(axis=0)
+    return a_bar, b_bar'''
+
+FLOOR_1 = '''\
+def fraction_of_floor(shape, seconds, copy_GBps, dtype="complex64", time_varying=False, passes=1):
+    return scan_bytes(shape, dtype, time_varying, passes) / (copy_GBps * 1e9 * seconds)'''
+
+FLOOR_2 = {"helpers": ['''\
+def copy_time(n_bytes, GBps):
+    """Seconds to move n_bytes at GBps (1 GB = 1e9 bytes)."""
+    return n_bytes / GBps / 1e9'''], "answer": '''\
+def fraction_of_floor(shape, seconds, copy_GBps, dtype="complex64", time_varying=False, passes=1):
+    moved = scan_bytes(shape, dtype=dtype, time_varying=time_varying, passes=passes)
+    return copy_time(moved, copy_GBps) / seconds'''}
+
+VARIANTS = {
+    "ex6.1-solution": [BYTES_1, BYTES_2],
+    "ex6.2-solution": [WORK_DEPTH_1, WORK_DEPTH_2],
+    "ex6.3-solution": [VJP_1, VJP_2],
+    "ex6.4-solution": [FLOOR_1, FLOOR_2],
+}

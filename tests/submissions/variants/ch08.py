@@ -34,4 +34,135 @@ print("layer_norm:", np.allclose(layer_norm(y_me, np.ones(6), np.zeros(6)), z_me
 print("no_decay_mask:", jax.tree_util.tree_all(jax.tree_util.tree_map(
     lambda a, b: bool(a) == bool(b), no_decay_mask(params_me), model.recurrent_mask(params_me, cfg_me))))'''
 
-VARIANTS = {}
+LAYER_NORM_1 = '''\
+def layer_norm(u, scale, bias, eps=1e-5):
+    u = jnp.asarray(u)
+    H = u.shape[-1]
+    mean = jnp.sum(u, axis=-1, keepdims=True) / H
+    var = jnp.sum((u - mean) ** 2, axis=-1, keepdims=True) / H
+    return scale * (u - mean) / jnp.sqrt(var + eps) + bias'''
+
+LAYER_NORM_2 = {"helpers": ['''\
+def standardise(v, eps):
+    """(v − mean) / sqrt(var + eps) over the last axis (one step of one sequence)."""
+    return (v - v.mean(-1, keepdims=True)) / jnp.sqrt(v.var(-1, keepdims=True) + eps)'''],
+    "answer": '''\
+def layer_norm(u, scale, bias, eps=1e-5):
+    return standardise(jnp.asarray(u), eps) * scale + bias'''}
+
+GLU_1 = '''\
+def glu(y, W, b):
+    H = W.shape[1] // 2
+    values = y @ W[:, :H] + b[:H]
+    gates = y @ W[:, H:] + b[H:]
+    return values * jax.nn.sigmoid(gates)'''
+
+GLU_2 = '''\
+def glu(y, W, b):
+    z = jnp.einsum("...d,dk->...k", jnp.asarray(y), jnp.asarray(W)) + b
+    a, g = jnp.split(z, 2, axis=-1)
+    return a / (1 + jnp.exp(-g))'''
+
+BLOCK_1 = '''\
+def lru_layer(q, v):
+    """The recurrence by a lax.scan of my own."""
+    lam = jnp.exp(-jnp.exp(q["nu_log"]) + 1j * jnp.exp(q["theta_log"]))
+    B = (q["B_re"] + 1j * q["B_im"]) * jnp.exp(q["gamma_log"])[:, None]
+    C = q["C_re"] + 1j * q["C_im"]
+    Bv = jnp.asarray(v) @ B.T                                  # (..., L, N)
+
+    def step(x, b_k):
+        x = lam * x + b_k
+        return x, x
+
+    x0 = jnp.zeros(Bv.shape[:-2] + Bv.shape[-1:], Bv.dtype)
+    _, xs = jax.lax.scan(step, x0, jnp.moveaxis(Bv, -2, 0))
+    x = jnp.moveaxis(xs, 0, -2)
+    return (x @ C.T).real + q["D"] * v
+
+
+def lru_block(p, u):
+    v = layer_norm(u, p["norm"]["scale"], p["norm"]["bias"])
+    y = lru_layer(p["layer"], v)
+    g = 0.5 * y * (1 + jnp.tanh(jnp.sqrt(2 / jnp.pi) * (y + 0.044715 * y ** 3)))   # GELU (tanh)
+    return u + glu(g, p["glu"]["W"], p["glu"]["b"])'''
+
+BLOCK_2 = {"helpers": ['''\
+def lambdas_of(q):
+    """λ = exp(−exp(ν_log)) · exp(i exp(θ_log))."""
+    radius = jnp.exp(-jnp.exp(q["nu_log"]))
+    return radius * jnp.exp(1j * jnp.exp(q["theta_log"]))
+
+
+def complex_matrix(re, im):
+    return jnp.asarray(re) + 1j * jnp.asarray(im)'''], "answer": '''\
+def lru_layer(q, v):
+    lam = lambdas_of(q)
+    gamma = jnp.exp(q["gamma_log"])
+    B = complex_matrix(q["B_re"], q["B_im"])
+    C = complex_matrix(q["C_re"], q["C_im"])
+    drive = jnp.einsum("nh,...lh->...ln", B, v) * gamma
+    x = linear_scan(lam, drive)
+    return jnp.real(jnp.einsum("hn,...ln->...lh", C, x)) + q["D"] * v
+
+
+def lru_block(p, u):
+    residual = u
+    h = layer_norm(u, **p["norm"])
+    h = jax.nn.gelu(lru_layer(p["layer"], h))
+    h = glu(h, **p["glu"])
+    return residual + h'''}
+
+MODEL_1 = '''\
+def lru_model(params, x, pool):
+    h = jnp.einsum("...li,ih->...lh", jnp.asarray(x), params["encoder"]["W"]) \\
+        + params["encoder"]["b"]
+    for i in range(len(params["blocks"])):
+        h = lru_block(params["blocks"][i], h)
+    if pool == "mean":
+        pooled = h.sum(axis=-2) / h.shape[-2]
+    elif pool == "last":
+        pooled = h[..., -1, :]
+    else:
+        raise ValueError(f"pool: got {pool!r}, expected 'mean' or 'last'")
+    return pooled @ params["decoder"]["W"] + params["decoder"]["b"]'''
+
+MODEL_2 = {"helpers": ['''\
+from functools import reduce'''], "answer": '''\
+def lru_model(params, x, pool):
+    enc, dec = params["encoder"], params["decoder"]
+    stream = reduce(lambda h, blk: lru_block(blk, h), params["blocks"], x @ enc["W"] + enc["b"])
+    per_step = stream @ dec["W"] + dec["b"]           # decode every step, then pool: both linear
+    return per_step.mean(axis=-2) if pool == "mean" else per_step[..., -1, :]'''}
+
+MASK_1 = '''\
+def no_decay_mask(params):
+    recurrence = {"nu_log", "theta_log", "gamma_log", "B_re", "B_im"}
+
+    def is_recurrent(path, leaf):
+        keys = [getattr(k, "key", None) for k in path]
+        return "layer" in keys and keys[-1] in recurrence
+
+    return jax.tree_util.tree_map_with_path(is_recurrent, params)'''
+
+MASK_2 = '''\
+def no_decay_mask(params):
+    def false_like(tree):
+        return jax.tree_util.tree_map(lambda _: False, tree)
+
+    mask = {k: false_like(v) for k, v in params.items() if k != "blocks"}
+    mask["blocks"] = []
+    for block in params["blocks"]:
+        m = false_like(block)
+        m["layer"] = {k: k in ("nu_log", "theta_log", "gamma_log", "B_re", "B_im")
+                      for k in block["layer"]}
+        mask["blocks"].append(m)
+    return mask'''
+
+VARIANTS = {
+    "ex8.1-solution": [LAYER_NORM_1, LAYER_NORM_2],
+    "ex8.2-solution": [GLU_1, GLU_2],
+    "ex8.3-solution": [BLOCK_1, BLOCK_2],
+    "ex8.4-solution": [MODEL_1, MODEL_2],
+    "ex8.5-solution": [MASK_1, MASK_2],
+}
