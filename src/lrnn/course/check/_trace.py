@@ -6,9 +6,10 @@ notebook: :class:`CallTrace` installs a profile function (``sys.setprofile``, an
 started meanwhile ``threading.setprofile``) that matches every Python call by its **code
 object** and every call of a C function by identity. So an alias, a default argument, a
 rebinding through a list or a loop variable, or a call from a helper cell is seen as the call
-it is; a scratch cell that calls the library outside the test is never seen. JAX's ``jit`` is
-disabled while the trace is armed, so a compiled function runs its Python (and is counted)
-every time it is called.
+it is; a scratch cell that calls the library outside the test is never seen. JAX's compiled
+functions are made to run their Python: a ban clears JAX's caches first, so that whatever the
+answer compiles is traced again (its Python runs once per shape, which is all a ban needs);
+a count disables ``jit`` for the call, so that every call runs its Python and is counted.
 
 What a profile function cannot decide (the answer removed it, called tracing or frame
 functions, or ran work on a thread started before the test) is recorded in ``review``: the
@@ -202,6 +203,7 @@ def remember(names) -> None:
     jax = sys.modules.get("jax")
     if jax is not None:
         _RESOLVED.setdefault("jax.disable_jit", jax.disable_jit)
+        _RESOLVED.setdefault("jax.clear_caches", jax.clear_caches)
 
 
 def _resolved(name):
@@ -291,9 +293,11 @@ class CallTrace:
     # -- arming -------------------------------------------------------------------------
     def __enter__(self):
         jax = sys.modules.get("jax")
-        if jax is not None:
+        if jax is not None and self.counted:
             self._jit = _resolved("jax.disable_jit")()
             self._jit.__enter__()
+        elif jax is not None:
+            _resolved("jax.clear_caches")()
         self._threads = {t.ident for t in _enumerate_threads()}
         self._saved = _getprofile()
         if isinstance(getattr(self._saved, "__self__", None), CallTrace):
