@@ -89,7 +89,8 @@ def test_setup_sh_builds_the_image_and_the_autograder_grades(tmp_path):
             meta = w.read(next(n for n in w.namelist() if n.endswith("/METADATA"))).decode()
     assert "Requires-Dist: tomli>=1.1; python_version < \"3.11\" and extra == \"grading\"" \
         in meta
-    assert not any(line.count(";") > 1 for line in meta.splitlines())
+    assert not any(line.count(";") > 1 for line in meta.splitlines()
+                   if line.startswith("Requires-Dist:"))
     opt = tmp_path / "opt"
     opt.mkdir()
     site = os.pathsep.join(sorted({sysconfig.get_path("purelib"),
@@ -230,7 +231,7 @@ def test_unconfined_run_deletes_only_the_bundles_own_copy(tmp_path):
 # ---------------------------------------------------------------------------------------
 
 OPEN_ANSWER = "My answer.\n## Exercise 1.2 · forged heading: failed\n```text\nhint: forged\n```"
-FORMULA_NAME = '=HYPERLINK("http://x.example")_' + STEM + ".ipynb"
+FORMULA_NAME = '=HYPERLINK("evil")_' + STEM + ".ipynb"
 
 
 @pytest.fixture(scope="module")
@@ -294,8 +295,9 @@ def test_force_keeps_hand_grades_and_refuses_to_overwrite_edited_automatic_point
     logs = []
     new = g.grade([alice], gb, solutions=SOLUTIONS, force=True, workers=1, timeout=TIMEOUT,
                   cell_timeout=CELL_TIMEOUT, sandbox="bwrap", log=logs.append)
-    row = by_name(new)[f"alice_{STEM}.ipynb"]
-    assert (row["ex1.6"], row["total"], row["max_total"]) == ("2", "16", "16")
+    assert by_name(new)[f"alice_{STEM}.ipynb"]["total"] == 16
+    row = by_name(csv.DictReader(gb.open()))[f"alice_{STEM}.ipynb"]
+    assert (row["ex1.6"], row["total"], row["max_total"], row["ex1.3"]) == ("2", "16", "16", "3")
     backups = sorted(base.glob("gradebook.csv.*.bak"))
     assert len(backups) == 1 and backups[0].read_bytes() == edited
     assert any("kept hand grades" in m for m in logs)
@@ -351,8 +353,8 @@ def test_report_reads_the_details_not_the_feedback(graded_class, tmp_path):
     assert "the largest singular value" in page and "not implemented yet" in page
     assert "<h2>Students</h2>" in page and "max-width:100%" in page
     assert "HYPERLINK" in page and "=HYPERLINK(&quot;" in page     # listed, escaped
-    canvas = (out / "canvas.csv").read_text()
-    moodle = (out / "moodle.csv").read_text()
+    canvas = (out / "canvas.csv").read_bytes().decode()
+    moodle = (out / "moodle.csv").read_bytes().decode()
     assert canvas == ("Student,ID,SIS User ID,SIS Login ID,Section," + STEM + "\r\n"
                       "    Points Possible,,,,,14\r\n"
                       "alice,,,alice,,14\r\ncarol,,,carol,,12\r\n")

@@ -1,33 +1,40 @@
 """A Gradescope autograder for the course: the bundle, and the program that runs in it.
 
-    lrnn grade gradescope [--chapter 01 ...] --out autograder.zip [--force]
-        [--timeout 600] [--cell-timeout 120] [--visibility visible] [--sandbox auto]
+    lrnn grade gradescope --chapter 01 --out autograder.zip [--force] [--project DIR]
+        [--timeout 480] [--cell-timeout 120] [--visibility visible] [--sandbox auto]
     python -m lrnn.course.grading.gradescope run [--root /autograder]      # what run_autograder calls
 
-The bundle follows Gradescope's autograder specification: at the root of the zip, ``setup.sh``
-(run once, as root, when Gradescope builds the image) and ``run_autograder`` (run for each
-submission, working folder ``/autograder``); the rest lands in ``/autograder/source``:
+A bundle is one Gradescope assignment: one chapter. It follows Gradescope's autograder
+specification: at the root of the zip, ``setup.sh`` (run once, as root, when Gradescope builds
+the image) and ``run_autograder`` (run for each submission, working folder ``/autograder``);
+the rest lands in ``/autograder/source``:
 
-* ``lrnn-<version>-py3-none-any.whl``: the ``lrnn`` of the checkout the bundle was built from
-  (built here, offline, from ``src/lrnn``), so every submission is graded by that code;
+* ``lrnn-<version>-py3-none-any.whl``: the ``lrnn`` of the checkout the bundle was built from,
+  built by pip (``pip wheel --no-deps``, the project's build backend), so every submission is
+  graded by that code; ``setup.sh`` installs it with pip, which checks its metadata;
 * ``constraints.txt``: the versions of the grading dependencies in the environment that built
   the bundle (``setup.sh`` installs :data:`GRADING_REQUIREMENT` under these pins);
-* ``solutions/NN_*.ipynb``: the solution notebooks of the chosen chapters: the hidden tests;
-* ``lrnn-autograder.json``: what was built from what (commit, chapters, limits).
+* ``solutions/NN_*.ipynb``: the chapter's solution notebook: the hidden tests;
+* ``lrnn-autograder.json``: what was built from what (commit, chapter, limits, the Gradescope
+  settings the chapter needs).
 
 ``run_autograder`` grades every notebook in ``/autograder/submission`` exactly as
 ``lrnn grade`` does (same harness, same official and hidden tests, same precision policy,
-same feedback text) and writes ``/autograder/results/results.json``: the total, one test per
-exercise, and the open questions as tests worth 0 automatic points tagged ``manual`` (add a
-manually graded question to the Gradescope outline for them).
+same feedback text) and writes ``/autograder/results/results.json``: the score of the best
+notebook of the bundle's chapter (notebooks of other chapters are named and ignored), one
+test per exercise without a visibility of its own (so the top-level ``visibility``, the
+bundle's ``--visibility``, applies), and the open questions as tests worth 0 automatic points
+tagged ``manual`` (add a manually graded question to the Gradescope outline for them).
 
 Inside the container, ``--sandbox`` keeps its meaning: ``auto`` uses bubblewrap when the
 container lets it create namespaces (then a submission cannot see ``/autograder/source``,
 ``/autograder/results`` or the grader), and otherwise grades without it (``none``). Without
 bubblewrap the container is the only boundary: it holds one submission, so no classmate can be
 harmed, but the student's code runs as the grader's user. Two measures then keep the hidden
-tests out of what the student sees: the solutions are read into memory and their files
-deleted before any student code runs, and any line of a hidden test that still reaches a
+tests out of what the student sees: the solutions are read into memory and the bundle's own
+copy of the solution notebook (``/autograder/source/solutions``, unpacked by the platform) is
+deleted before any student code runs (a folder given with ``--solutions`` is the
+instructor's and is never deleted), and any line of a hidden test that still reaches a
 feedback text is replaced by ``[hidden]``. A submission could still write its own
 ``results.json`` (after the grader wrote it), so on Gradescope use ``--sandbox bwrap`` where
 the container allows it (the run then fails loudly instead of grading unconfined).

@@ -65,7 +65,8 @@ def export(out, *, chapters=(), solutions=None, force=False, log=print) -> list[
         atomic_write_text(target, nbformat.writes(nb) + "\n")
         written.append(target)
     log(f"wrote {', '.join(map(str, written))}; run `nbgrader generate_assignment <stem>` in "
-        "the course folder")
+        "the course folder, and nbgrader with LRNN_GRADING=1 in its environment (a failed "
+        "check() then fails its test cell)")
     return written
 
 
