@@ -10,7 +10,6 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 import sysconfig
 import zipfile
 from pathlib import Path
@@ -113,7 +112,9 @@ def test_setup_sh_builds_the_image_and_the_autograder_grades(tmp_path):
             first = root
         nbformat.write(nb, root / "submission" / f"{STEM}.ipynb")
         before = {p.name: p.read_bytes() for p in (root / "source" / "solutions").iterdir()}
-        r = subprocess.run(image_command(opt, root, ["/autograder/run_autograder"], env),
+        # the kernels' sandbox must see the packages standing in for the image's
+        run_env = dict(env, LRNN_AUTOGRADER_SANDBOX_PATH=site)
+        r = subprocess.run(image_command(opt, root, ["/autograder/run_autograder"], run_env),
                            capture_output=True, text=True, timeout=TIMEOUT + 120)
         assert r.returncode == 0, r.stderr[-3000:]
         data = json.loads((root / "results" / "results.json").read_text())
@@ -123,7 +124,7 @@ def test_setup_sh_builds_the_image_and_the_autograder_grades(tmp_path):
             assert after == before
         # the installed wheel graded it, not this checkout
         assert str(ROOT) not in r.stdout + r.stderr
-    assert results["honest"]["score"] == 14.0
+    assert results["honest"]["score"] == 14.0, results["honest"]["output"][:3000]
     assert results["blank"]["score"] == 0.0
     assert results["partial"]["score"] == 12.0
     scores = {t["number"]: t["score"] for t in results["partial"]["tests"] if t["max_score"]}
