@@ -362,10 +362,27 @@ def test_report_reads_the_details_not_the_feedback(graded_class, tmp_path):
     assert moodle == f"Username,{STEM}\r\nalice,14\r\ncarol,12\r\n"
     for name in ("index.html", "scores.png", "canvas.csv", "moodle.csv"):
         assert stat.S_IMODE((out / name).stat().st_mode) == 0o644, name
+    assert "<tr><td>alice</td><td>alice</td><td>14 / 14</td><td>graded</td>" in page
+    import matplotlib.image
+    assert matplotlib.image.imread(out / "scores.png").shape[1] == 1000   # 10 in at 100 dpi
     with pytest.raises(gradescope.PlatformError, match="--feedback-dir"):
         report.report(graded_class["gradebook"], out=tmp_path / "r2",
                       feedback_dir=tmp_path / "feedbak", **QUIET)
     assert not (tmp_path / "r2").exists()
+
+
+def test_report_shows_rows_that_need_review_with_their_evidence(tmp_path):
+    rows = rows_of(f"/c/alice_{STEM}.ipynb")
+    rows[0]["status"] = "needs review"
+    details = {rows[0]["submission"]: {"seconds": 3.5, "sha256": "", "exercises": [
+        {"exercise": "1.2", "score": 4.0, "points": 4.0, "status": "passed",
+         "review": "calls jax.lax.associative_scan <b>inside</b> the answer"}]}}
+    who, why = report.identify(rows)
+    page = report.page(rows, details, who, why, {}, None)
+    review = page.split("<h2>Needs review</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "<td>alice</td><td>needs review</td><td>1.2</td>" in review
+    assert "&lt;b&gt;inside&lt;/b&gt;" in review and "<b>" not in review
+    assert "<td>3.5</td>" in page
 
 
 def rows_of(*paths, assignment=STEM):

@@ -32,6 +32,14 @@ zero). A kernel that dies is restarted and the notebook re-run without the cell 
 it. The gradebook has one row per submission (keyed by its path, with its sha256); it is
 rewritten atomically after each submission, under a lock; a rerun skips the submissions
 already "graded" with the same content unless ``--force``, and retries every other status.
+
+Beside the gradebook, ``<name>.details.json`` records per submission what the report needs as
+data (per exercise: points, score, status, the check's hint, review evidence; the time the
+submission took) and the row as the grader wrote it. A number a person entered where the
+grader wrote ``manual`` (an open question) is a hand grade: a regrade keeps it and adds it to
+the total. A change a person made to an automatic score makes ``--force`` refuse, naming the
+cells, before it grades anything. Before a regrade replaces rows, the gradebook and the
+details are copied to ``<name>.<UTC time>.bak``.
 """
 from __future__ import annotations
 
