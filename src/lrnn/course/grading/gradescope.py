@@ -438,14 +438,19 @@ def build_wheel(root: Path) -> tuple[str, bytes]:
 
 
 def _local_backend_ok(root: Path) -> bool:
-    """The build backend pyproject.toml asks for is installed here (then no download)."""
+    """The build backend pyproject.toml asks for (``name>=X.Y`` requirements) is installed
+    here: pip then builds without downloading it."""
+    from importlib import metadata
+
+    def version(text):
+        return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
+
     try:
-        from importlib import metadata
-        from packaging.requirements import Requirement
         for req in _pyproject(root)["build-system"]["requires"]:
-            r = Requirement(req)
-            if not r.specifier.contains(metadata.version(r.name), prereleases=True):
+            m = re.fullmatch(r"\s*([A-Za-z0-9_.-]+)\s*(?:>=\s*([0-9.]+))?\s*", req)
+            if m is None or (m[2] and version(metadata.version(m[1])) < version(m[2])):
                 return False
+            metadata.version(m[1])
         return True
     except Exception:  # noqa: BLE001 - unknown: let pip fetch the backend
         return False
