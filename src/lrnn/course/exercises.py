@@ -298,9 +298,9 @@ def exercise_table(nb, name: str = "notebook") -> list[dict]:
         where = f"{name}, cell {i}"
         if not gid:
             raise BuildError(f"{where}: nbgrader metadata without a grade_id")
-        if gid in seen:
+        if canonical_grade_id(gid) in seen:
             raise BuildError(f"{where}: duplicate grade_id {gid!r}")
-        seen.add(gid)
+        seen.add(canonical_grade_id(gid))
         kind = cell_kind(cell)
         if kind in ("test", "manual"):
             ex_id = exercise_id(gid)
