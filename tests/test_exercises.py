@@ -127,7 +127,7 @@ def test_transformations():
     assert "tags" not in out.cells[4].metadata and out.cells[4].outputs == []
     assert "instructor note" not in src
     assert src[5] == ex.ANSWER_PLACEHOLDER
-    assert out.cells[5].metadata["nbgrader"]["grade_id"] == "ex1.6"
+    assert out.cells[5].metadata["nbgrader"]["grade_id"] == "ex1_6"       # nbgrader's schema
 
 
 @pytest.mark.parametrize("mutate, message", [

@@ -58,7 +58,7 @@ RESULTS_SCHEMA = {
         "tests": {"type": "array", "items": {
             "type": "object",
             "additionalProperties": False,
-            "required": ["name", "score", "max_score", "output", "visibility"],
+            "required": ["name", "score", "max_score", "output"],
             "properties": {
                 "score": {"type": "number"},
                 "max_score": {"type": "number", "minimum": 0},
@@ -294,12 +294,14 @@ def test_classroom_workflow(tmp_path):
     assert checkout[0]["with"]["repository"] == "prof/lrnn-tests"
     assert "secrets.LRNN_TESTS_TOKEN" in checkout[0]["with"]["token"]
     with pytest.raises(gradescope.PlatformError, match="--force"):
-        classroom.write_workflow(tmp_path / ".github", chapters=["01"], solutions=SOLUTIONS)
+        classroom.write_workflow(tmp_path / ".github", chapters=["01"], solutions=SOLUTIONS,
+                                 tests_repo="prof/lrnn-tests")
     other = tmp_path / "other" / "workflows" / "classroom.yml"
     other.parent.mkdir(parents=True)
     other.write_text("name: mine\n")
     with pytest.raises(gradescope.PlatformError, match="not written by"):
-        classroom.write_workflow(tmp_path / "other", force=True, solutions=SOLUTIONS)
+        classroom.write_workflow(tmp_path / "other", force=True, solutions=SOLUTIONS,
+                                 tests_repo="prof/lrnn-tests")
     assert other.read_text() == "name: mine\n"
 
 
@@ -339,7 +341,7 @@ def test_report_and_exports_from_the_real_gradebook(three_ways, tmp_path):
     assert "scores.png" in page and "Most frequent mistakes" in page
     # the partial answer's mistake is the hint of its check; the blank's: not implemented
     assert "the largest singular value" in page and "not implemented yet" in page
-    assert "no <code>seconds</code> column" in page
+    assert "<h2>Slowest submissions</h2>" in page and "No grading times" not in page
     for line in gradescope.hidden_lines(g.load_solutions(SOLUTIONS)):
         assert line not in page
     canvas = list(csv.reader((out / "canvas.csv").open()))
@@ -444,13 +446,15 @@ def test_lrnn_grade_grades_nbgrader_exported_notebooks(tmp_path):
 
 
 def test_unconfined_run_deletes_the_solutions_before_student_code(tmp_path):
-    """--sandbox none in the container: the tests are loaded, their files deleted, then the
-    notebook runs; a notebook that looks for them finds nothing, and still scores by verdict."""
+    """--sandbox none in the container: the tests are loaded, the bundle's copy of them
+    deleted, then the notebook runs; a notebook that looks for them finds nothing, and still
+    scores by verdict."""
     bundle = gradescope.build_bundle(tmp_path / "b.zip", chapters=["01"], log=lambda m: None)
     root = gradescope.unpack(bundle, tmp_path / "ag")
     nb = slim(SOLUTIONS / f"{STEM}.ipynb")
     probe = nbformat.v4.new_code_cell(
-        f"import os\nassert not os.path.exists({str(root / 'source' / 'solutions')!r})")
+        f"import os\nassert not os.path.exists("
+        f"{str(root / 'source' / 'solutions' / f'{STEM}.ipynb')!r})")
     nb.cells.insert(1, probe)
     nbformat.write(nb, root / "submission" / f"{STEM}.ipynb")
     data = gradescope.run(root, sandbox="none", timeout=TIMEOUT, cell_timeout=CELL_TIMEOUT,
@@ -458,7 +462,7 @@ def test_unconfined_run_deletes_the_solutions_before_student_code(tmp_path):
     jsonschema.validate(data, RESULTS_SCHEMA)
     assert data["score"] == 14 and data["extra_data"]["sandbox"] == "none"
     assert "raised" not in data["output"]                # the probe cell's assert held
-    assert not (root / "source" / "solutions").exists()
+    assert not (root / "source" / "solutions" / f"{STEM}.ipynb").exists()
 
 
 def test_commands_exit_2_with_a_clear_error(tmp_path, capsys):
@@ -468,7 +472,7 @@ def test_commands_exit_2_with_a_clear_error(tmp_path, capsys):
     assert report.main([str(tmp_path / "missing.csv")]) == 2
     assert "is not a file" in capsys.readouterr().err
     (tmp_path / ".github").write_text("a file")
-    assert classroom.main(["--out", str(tmp_path / ".github")]) == 2
+    assert classroom.main(["--out", str(tmp_path / ".github"), "--tests-repo", "prof/t"]) == 2
     assert "is a file" in capsys.readouterr().err
     assert nbgrader_export.main(["--chapter", "x", "--out", str(tmp_path / "src")]) == 2
     assert not (tmp_path / "a.zip").exists() and not (tmp_path / "src").exists()

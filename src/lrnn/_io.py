@@ -149,6 +149,34 @@ def atomic_write_text(path, text: str, *, encoding: str = "utf-8", newline=None)
         f.write(text)
 
 
+def backup_copy(path, *, what: str = "--force") -> Path:
+    """Before a command replaces ``path``: copy it to ``<name>.<UTC time>.bak`` beside it
+    (never over an existing file: ``.1.bak``, ``.2.bak`` ... then) and return the copy's path.
+    The copy keeps the file's bytes and permissions."""
+    import datetime
+    import shutil
+    p = Path(path)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    for n in range(1000):
+        target = p.with_name(f"{p.name}.{stamp}{'' if n == 0 else f'.{n}'}.bak")
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        try:
+            with open(p, "rb") as src, os.fdopen(fd, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+                dst.flush()
+                os.fsync(dst.fileno())
+            shutil.copymode(p, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(target)
+            raise
+        return target
+    _fail(what, path, "expected a free backup name beside it (1000 backups exist)")
+
+
 # ------------------------------------------------------------------------------------------
 # Locks
 # ------------------------------------------------------------------------------------------

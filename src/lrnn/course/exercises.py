@@ -52,7 +52,10 @@ BEGIN_HIDDEN = "### BEGIN HIDDEN TESTS"
 END_HIDDEN = "### END HIDDEN TESTS"
 ANSWER_PLACEHOLDER = "YOUR ANSWER HERE"
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
-GRADE_ID = re.compile(r"^ex(\d+\.\d+)(?:-.*)?$")
+GRADE_ID = re.compile(r"^ex(\d+[._]\d+)(?:-.*)?$")
+# nbgrader's schema allows only letters, digits, "_" and "-" in a grade_id: the exercises
+# students get carry "ex3_2" where the solutions carry "ex3.2" (the grader reads both).
+NBGRADER_GRADE_ID = re.compile(r"^ex(\d+)[._](\d+)(-.*)?$")
 
 
 class BuildError(Exception):
@@ -61,7 +64,20 @@ class BuildError(Exception):
 
 def exercise_id(grade_id: str | None) -> str | None:
     m = GRADE_ID.match(grade_id or "")
-    return m.group(1) if m else None
+    return m.group(1).replace("_", ".") if m else None
+
+
+def canonical_grade_id(grade_id):
+    """``ex3_2-solution`` (nbgrader's form) -> ``ex3.2-solution`` (the solutions' form);
+    any other value unchanged."""
+    m = NBGRADER_GRADE_ID.match(grade_id) if isinstance(grade_id, str) else None
+    return f"ex{m[1]}.{m[2]}{m[3] or ''}" if m else grade_id
+
+
+def nbgrader_grade_id(grade_id: str) -> str:
+    """``ex3.2-solution`` -> ``ex3_2-solution``: valid under nbgrader's schema."""
+    m = NBGRADER_GRADE_ID.match(grade_id or "")
+    return f"ex{m[1]}_{m[2]}{m[3] or ''}" if m else grade_id
 
 
 def nbgrader_meta(cell) -> dict:
@@ -282,15 +298,15 @@ def exercise_table(nb, name: str = "notebook") -> list[dict]:
         where = f"{name}, cell {i}"
         if not gid:
             raise BuildError(f"{where}: nbgrader metadata without a grade_id")
-        if gid in seen:
+        if canonical_grade_id(gid) in seen:
             raise BuildError(f"{where}: duplicate grade_id {gid!r}")
-        seen.add(gid)
+        seen.add(canonical_grade_id(gid))
         kind = cell_kind(cell)
         if kind in ("test", "manual"):
             ex_id = exercise_id(gid)
-            if ex_id is None or gid != f"ex{ex_id}":
+            if ex_id is None or canonical_grade_id(gid) != f"ex{ex_id}":
                 raise BuildError(f"{where}: graded cell grade_id {gid!r} must be 'exN.k'")
-            table.append({"grade_id": gid, "exercise": ex_id, "kind": kind,
+            table.append({"grade_id": canonical_grade_id(gid), "exercise": ex_id, "kind": kind,
                           "points": float(meta.get("points", 0)), "source": cell.source,
                           "cell_type": cell.cell_type})
     return table
@@ -361,6 +377,10 @@ def build_notebook(nb, name: str = "notebook"):
             _clear(cell)
         cell.metadata.pop("execution", None)
         cells.append(cell)
+    for cell in cells:                           # ids nbgrader validate accepts
+        meta = cell.metadata.get("nbgrader")
+        if meta and "grade_id" in meta:
+            meta["grade_id"] = nbgrader_grade_id(meta["grade_id"])
     nb.cells = cells
     return nb
 

@@ -32,6 +32,14 @@ zero). A kernel that dies is restarted and the notebook re-run without the cell 
 it. The gradebook has one row per submission (keyed by its path, with its sha256); it is
 rewritten atomically after each submission, under a lock; a rerun skips the submissions
 already "graded" with the same content unless ``--force``, and retries every other status.
+
+Beside the gradebook, ``<name>.details.json`` records per submission what the report needs as
+data (per exercise: points, score, status, the check's hint, review evidence; the time the
+submission took) and the row as the grader wrote it. A number a person entered where the
+grader wrote ``manual`` (an open question) is a hand grade: a regrade keeps it and adds it to
+the total. A change a person made to an automatic score makes ``--force`` refuse, naming the
+cells, before it grades anything. Before a regrade replaces rows, the gradebook and the
+details are copied to ``<name>.<UTC time>.bak``.
 """
 from __future__ import annotations
 
@@ -46,9 +54,10 @@ from ..exercises import NOTEBOOK_GLOB
 from .config import (DEFAULT_CELL_TIMEOUT, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT,
                      NO_SANDBOX_WARNING, GradeError)
 from .feedback import fmt as _fmt
+from ..._io import DestinationError, backup_copy
 from .gradebook import (FEEDBACK_NAME, GradebookLock, _clean_stale_temporaries, check_destination,
-                        feedback_name, read_gradebook,
-                        write_gradebook)
+                        details_path, details_record, feedback_name, read_details,
+                        read_gradebook, write_details, write_gradebook)
 from .score import display_key, grade_submission, sha256
 from .solutions import default_solutions_dir, load_solutions, setup_namespace
 
@@ -97,6 +106,65 @@ def _preload(sols, *, references: bool):
                 pass
 
 
+HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
+
+
+def without_hidden_tests(sols: dict) -> list[str]:
+    """The loaded solution notebooks whose tests hold no hidden test: an ``exercises/``
+    folder given as the solutions (only the visible checks would run: over-grading)."""
+    return sorted(stem for stem, sol in sols.items()
+                  if any(r["kind"] == "test" for r in sol["table"]) and
+                  not any(r["kind"] == "test" and HIDDEN_BEGIN in r.get("source", "")
+                          for r in sol["table"]))
+
+
+def _is_number(value) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def edited_automatic_cells(row: dict, record: dict | None) -> list[str]:
+    """The cells of a gradebook row that a person changed where the grader had written an
+    automatic score (or the total beyond the hand grades): known from the details file,
+    which records the row as the grader wrote it."""
+    if not record or not isinstance(record.get("written"), dict):
+        return []
+    written = record["written"]
+    edited, hand = [], 0.0
+    for col, value in row.items():
+        if not col.startswith("ex") or col not in written:
+            continue
+        was = written[col]
+        if was == "manual":
+            if _is_number(value):
+                hand += float(value)
+        elif str(value) != str(was):
+            edited.append(f"{col} (the grader wrote {was}, the gradebook holds {value!r})")
+    if _is_number(row.get("total")) and _is_number(written.get("total")) and \
+            abs(float(row["total"]) - float(written["total"]) - hand) > 1e-9 and not edited:
+        edited.append(f"total (the grader wrote {written['total']}, plus {_fmt(hand)} hand "
+                      f"points, the gradebook holds {row['total']!r})")
+    return edited
+
+
+def keep_hand_grades(old: dict | None, res: dict) -> dict[str, float]:
+    """Put the hand grades of ``old`` (a number entered where the grader wrote ``manual``)
+    into the new row of ``res``, adding them to its total and maximum; return them."""
+    if not old:
+        return {}
+    row, kept = res["row"], {}
+    for e in res.get("results", []):
+        col = f"ex{e['exercise']}"
+        if e["score"] == "manual" and _is_number(old.get(col)):
+            kept[col] = float(old[col])
+            row[col] = kept[col]
+            row["total"] = float(row["total"]) + kept[col]
+            row["max_total"] = float(row["max_total"]) + float(e["points"])
+    return kept
+
+
 def _check_positive(name, value, *, integer=False, minimum=None):
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and \
         math.isfinite(value)
@@ -140,9 +208,20 @@ def grade(paths, out, *, force=False, timeout=DEFAULT_TIMEOUT, cell_timeout=DEFA
     for extra in sandbox_paths:
         if not Path(extra).is_dir():
             raise GradeError(f"--sandbox-path {extra}: no such folder")
+    missing = without_hidden_tests(sols)
+    if missing:
+        log(f"WARNING: the solutions in {display_key(sol_dir)} hold no hidden tests "
+            f"({', '.join(missing)}): is it the exercises/ folder? Only the visible checks "
+            "will run, so answers that pass them but are wrong score full marks.")
     todo_paths = collect(paths)
     out = Path(out)
     check_destination(out)
+    details = details_path(out)
+    if details.is_dir() or (os.path.lexists(details) and (details.is_symlink() or
+                                                          not details.is_file())):
+        raise GradeError(f"{details} is not a regular file; it is left untouched: move it "
+                         "away or choose another --out")
+    read_details(details)                                   # refuses a file it did not write
     feedback_dir = Path(feedback_dir) if feedback_dir else out.parent / "feedback"
     if feedback_dir.exists() and not feedback_dir.is_dir():
         raise GradeError(f"--feedback-dir {display_key(feedback_dir)} is not a folder")
@@ -180,6 +259,7 @@ def grade(paths, out, *, force=False, timeout=DEFAULT_TIMEOUT, cell_timeout=DEFA
                         if FEEDBACK_NAME.search(p.name)}
             private |= {feedback_dir / feedback_name(display_key(p)) for p in todo_paths}
         rows = {r["submission"]: r for r in read_gradebook(out)}
+        records = read_details(details)
         todo = []
         for p in todo_paths:
             key = display_key(p)
@@ -189,6 +269,25 @@ def grade(paths, out, *, force=False, timeout=DEFAULT_TIMEOUT, cell_timeout=DEFA
                 log(f"skip (already graded): {key}")
                 continue
             todo.append(p)
+        edited = {display_key(p): edited_automatic_cells(rows[display_key(p)],
+                                                         records.get(display_key(p)))
+                  for p in todo if display_key(p) in rows}
+        edited = {k: v for k, v in edited.items() if v}
+        if edited:
+            raise GradeError(
+                "these grades were entered by hand where the grader had written automatic "
+                "points; regrading would replace them, so nothing was graded: " +
+                "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(edited.items())) +
+                ". Put hand points in an open question's column (those are kept), or undo "
+                "the edit, then grade again.")
+        if any(display_key(p) in rows for p in todo):
+            try:
+                for f in (out, details):
+                    if f.is_file():
+                        log(f"backup: {backup_copy(f, what='--out')}")
+            except (OSError, DestinationError) as e:
+                raise GradeError(f"--out {out}: no backup could be written before "
+                                 f"regrading ({e}); nothing was graded") from None
         lock = threading.Lock()
 
         def one(p):
@@ -203,21 +302,32 @@ def grade(paths, out, *, force=False, timeout=DEFAULT_TIMEOUT, cell_timeout=DEFA
                                "sandbox": box.kind,
                                "status": f"grader error: {type(e).__name__}: {e}"[:300],
                                "total": 0, "max_total": 0},
+                       "results": [],
                        "feedback": f"# Feedback on `{Path(key).name}`\n\nThe grader failed on "
                                    f"this submission ({type(e).__name__}); ask your "
                                    "instructor.\n"}
+            seconds = time.monotonic() - start
             with lock:
+                record = details_record(res, seconds)          # the row as the grader wrote it
+                kept = keep_hand_grades(rows.get(key), res)
+                if kept:
+                    record["hand_grades"] = kept
+                    log(f"kept hand grades of {key}: " +
+                        ", ".join(f"{c} = {_fmt(v)}" for c, v in kept.items()))
                 try:
                     (feedback_dir / feedback_name(key)).write_text(res["feedback"],
                                                                    encoding="utf-8")
                 except OSError as e:
                     res["row"]["status"] = f"grader error: the feedback file could not be " \
                                            f"written ({e.strerror or e})"[:300]
+                    record["status"] = res["row"]["status"]
                 rows[key] = res["row"]
+                records[key] = record
                 write_gradebook(out, list(rows.values()))
+                write_details(details, records)
             try:
                 log(f"{res['row']['status']}: {key} — {_fmt(res['row']['total'])} / "
-                    f"{_fmt(res['row']['max_total'])} ({time.monotonic() - start:.1f} s)")
+                    f"{_fmt(res['row']['max_total'])} ({seconds:.1f} s)")
             except Exception:  # noqa: BLE001 - a console that cannot print the name
                 pass
 
@@ -236,5 +346,6 @@ def grade(paths, out, *, force=False, timeout=DEFAULT_TIMEOUT, cell_timeout=DEFA
                 list(pool.map(one, todo))
         if not todo:
             write_gradebook(out, list(rows.values()))
+            write_details(details, records)
     return sorted(rows.values(), key=lambda r: r["submission"])
 

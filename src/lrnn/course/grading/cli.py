@@ -28,7 +28,9 @@ def main(argv=None) -> int:
                                             "instructor's report).")
     parser.add_argument("paths", nargs="+", help="submission notebooks or folders of them")
     parser.add_argument("--out", required=True, help="gradebook CSV (created or updated)")
-    parser.add_argument("--force", action="store_true", help="regrade graded submissions")
+    parser.add_argument("--force", action="store_true",
+                        help="regrade graded submissions (hand grades of open questions are "
+                             "kept; the gradebook is backed up first)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help=f"seconds per notebook (default {DEFAULT_TIMEOUT})")
     parser.add_argument("--cell-timeout", type=float, default=DEFAULT_CELL_TIMEOUT,

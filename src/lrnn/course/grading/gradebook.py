@@ -4,11 +4,12 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
 import os
 import re
-import tempfile
 from pathlib import Path
 
+from ..._io import atomic_open
 from .config import FIXED_COLUMNS, TAIL_COLUMNS, GradeError
 from .feedback import fmt as _fmt
 from .parse import open_regular
@@ -78,21 +79,103 @@ def write_gradebook(path, rows: list[dict]):
     columns = FIXED_COLUMNS + ex_cols + TAIL_COLUMNS
     rows = sorted(rows, key=lambda r: r["submission"])
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with atomic_open(path, "w", newline="", encoding="utf-8") as f:      # the user's umask
+        w = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: _fmt(v) if isinstance(v, (int, float)) else v
+                        for k, v in r.items()})
+
+
+# ---------------------------------------------------------------------------------------
+# The details beside the gradebook: what the report and a regrade need, as data
+# ---------------------------------------------------------------------------------------
+
+DETAILS_FORMAT = "lrnn-gradebook-details"
+DETAILS_VERSION = 1
+
+
+def details_path(gradebook) -> Path:
+    """``gradebook.csv`` -> ``gradebook.details.json`` (same folder)."""
+    gradebook = Path(gradebook)
+    return gradebook.with_name(gradebook.stem + ".details.json")
+
+
+def _is_details(data) -> bool:
+    return isinstance(data, dict) and data.get("format") == DETAILS_FORMAT and \
+        isinstance(data.get("submissions"), dict)
+
+
+def read_details(path) -> dict:
+    """{submission key: record} of the details file at ``path`` ({} when there is none); a
+    GradeError if the file exists and is not one the grader wrote."""
+    path = Path(path)
+    if not os.path.lexists(path):
+        return {}
     try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
-            w.writeheader()
-            for r in rows:
-                w.writerow({k: _fmt(v) if isinstance(v, (int, float)) else v
-                            for k, v in r.items()})
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        data = json.loads(open_regular(path, MAX_GRADEBOOK_BYTES).decode("utf-8"))
+    except (OSError, ValueError) as e:
+        raise GradeError(f"{path} exists and cannot be read as the grader's details ({e}); "
+                         "it is left untouched: move it away or choose another --out") from None
+    if not _is_details(data):
+        raise GradeError(f"{path} exists and was not written by the grader; it is left "
+                         "untouched: move it away or choose another --out")
+    return data["submissions"]
+
+
+def write_details(path, records: dict):
+    data = {"format": DETAILS_FORMAT, "version": DETAILS_VERSION,
+            "submissions": dict(sorted(records.items()))}
+    with atomic_open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+
+
+def hint_of(detail: str) -> str:
+    """The hint a failed check printed (``hint: ...``), else "" ."""
+    for line in str(detail or "").splitlines():
+        if line.strip().startswith("hint:"):
+            return line.strip()[5:].strip()
+    return ""
+
+
+def mistake_of(entry: dict) -> str:
+    """One line saying what went wrong in a result entry: its hint, else its first message."""
+    hint = hint_of(entry.get("detail", ""))
+    if hint:
+        return hint[:200]
+    first = next((ln.strip() for ln in str(entry.get("detail") or "").splitlines()
+                  if ln.strip()), "")
+    first = re.sub(r"^[✗…] Exercise \S+ \([^)]*\):\s*", "", first)
+    first = re.sub(r"\s*\(read: .*$", "", first)
+    return first.split(" — ")[0][:200] or str(entry.get("result", ""))
+
+
+def details_record(res: dict, seconds: float) -> dict:
+    """What the report and a regrade need of one graded submission (``grade_submission``'s
+    result): per exercise its points, score, status, hint and review evidence; the row as
+    written; the time it took."""
+    import datetime
+    row = res["row"]
+    exercises = []
+    for e in res.get("results", []):
+        item = {"exercise": e["exercise"], "title": e.get("title", ""),
+                "points": float(e["points"]),
+                "score": e["score"] if e["score"] == "manual" else float(e["score"]),
+                "status": e.get("result", ""), "hint": hint_of(e.get("detail", "")),
+                "seconds": e.get("seconds")}
+        if e.get("result") not in ("passed", "graded by hand"):
+            item["mistake"] = mistake_of(e)
+        if e.get("review"):
+            item["review"] = str(e["review"])[:4000]
+        exercises.append(item)
+    return {"assignment": row.get("assignment", ""), "status": row.get("status", ""),
+            "sha256": row.get("sha256", ""), "seconds": round(float(seconds), 2),
+            "graded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                timespec="seconds"),
+            "written": {k: _fmt(v) if isinstance(v, (int, float)) else v
+                        for k, v in row.items()},
+            "exercises": exercises}
 
 
 def _clean_stale_temporaries(out: Path):

@@ -12,14 +12,14 @@ name), not by these ids. See solutions/AUTHORING.md §7.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from pathlib import Path
 
 import nbformat
 
-from .gradescope import PlatformError, _chapter_notebooks, repository_root
+from ..._io import atomic_write_text, backup_copy
+from .gradescope import PlatformError, _chapter_notebooks, default_solutions
 
 NBGRADER_ID = re.compile(r"^[a-zA-Z0-9_\-]*$")       # nbgrader's schema 3, grade_id
 
@@ -43,22 +43,30 @@ def convert(nb):
 
 def export(out, *, chapters=(), solutions=None, force=False, log=print) -> list[Path]:
     """Write ``OUT/<stem>/<stem>.ipynb`` for each chosen chapter (an nbgrader assignment per
-    chapter, named after its stem)."""
+    chapter, named after its stem). Every target is checked before anything is written; with
+    ``--force`` a replaced notebook is first copied to ``<name>.<time>.bak`` (an instructor
+    may have edited it in the course's source/)."""
     out = Path(out)
-    sol_dir = Path(solutions) if solutions else repository_root() / "solutions"
-    written = []
-    for p in _chapter_notebooks(sol_dir, chapters):
-        target = out / p.stem / p.name
+    sol_dir = default_solutions(solutions)
+    picked = _chapter_notebooks(sol_dir, chapters)
+    targets = [out / p.stem / p.name for p in picked]
+    for target in targets:
+        if target.is_symlink() or (target.exists() and not target.is_file()):
+            raise PlatformError(f"{target} exists and is not a regular file; not replacing it")
         if target.exists() and not force:
-            raise PlatformError(f"{target} exists; pass --force to replace it")
+            raise PlatformError(f"{target} exists; pass --force to replace it (a copy is "
+                                "kept as <name>.<time>.bak)")
+    written = []
+    for p, target in zip(picked, targets):
         nb = convert(nbformat.read(p, as_version=4))
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.tmp")
-        nbformat.write(nb, tmp)
-        os.replace(tmp, target)
+        if target.is_file():
+            log(f"backup: {backup_copy(target)}")
+        atomic_write_text(target, nbformat.writes(nb) + "\n")
         written.append(target)
     log(f"wrote {', '.join(map(str, written))}; run `nbgrader generate_assignment <stem>` in "
-        "the course folder")
+        "the course folder, and nbgrader with LRNN_GRADING=1 in its environment (a failed "
+        "check() then fails its test cell)")
     return written
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..exercises import nbgrader_meta
+from ..exercises import canonical_grade_id, nbgrader_meta
 from .config import CHECK_CALL
 
 @dataclass
@@ -16,7 +16,7 @@ class Step:
 
 def _test_cell_for(cell, wanted: dict) -> str | None:
     """The grade_id of the solution test cell this submission cell stands for, if any."""
-    gid = nbgrader_meta(cell).get("grade_id")
+    gid = canonical_grade_id(nbgrader_meta(cell).get("grade_id"))
     if gid in wanted and wanted[gid]["kind"] == "test":
         return gid
     if cell.get("cell_type") == "code" and not gid:
@@ -38,7 +38,7 @@ def plan(nb, table: list[dict]):
                 where[gid] = len(steps)
                 steps.append(Step("test", index, grade_id=gid))
             continue
-        mgid = nbgrader_meta(cell).get("grade_id")
+        mgid = canonical_grade_id(nbgrader_meta(cell).get("grade_id"))
         if mgid in wanted and wanted[mgid]["kind"] == "manual" and mgid not in answers:
             answers[mgid] = cell.get("source", "")
         if cell.get("cell_type") == "code":
