@@ -34,8 +34,8 @@ from pathlib import Path
 
 import nbformat
 
-from lrnn.course.exercises import (BEGIN_SOLUTION, END_SOLUTION, NOTEBOOK_GLOB, cell_kind,
-                                   exercise_id, nbgrader_meta)
+from lrnn.course.exercises import (BEGIN_SOLUTION, END_SOLUTION, NOTEBOOK_GLOB,
+                                   canonical_grade_id, cell_kind, exercise_id, nbgrader_meta)
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
@@ -79,8 +79,10 @@ def solution_notebook(chapter: int):
 
 
 def grade_id(cell) -> str | None:
+    """The cell's grade_id in the solutions' form (``ex1.2-solution``): the exercise
+    notebooks carry nbgrader's form (``ex1_2-solution``)."""
     gid = nbgrader_meta(cell).get("grade_id")
-    return gid if isinstance(gid, str) else None
+    return canonical_grade_id(gid) if isinstance(gid, str) else None
 
 
 @dataclasses.dataclass(frozen=True)
