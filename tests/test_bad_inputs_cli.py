@@ -381,3 +381,30 @@ def test_model_is_a_deprecated_alias_of_layer(capsys, no_training):
     args = train.build_parser().parse_args(["--model", "gru"])
     assert "--model is deprecated, use --layer" in capsys.readouterr().err
     assert train.config_from_args(args).layer == "gru"
+
+
+# ------------------------------------------------------------------ Ctrl-C
+
+def test_ctrl_c_in_grade_says_what_the_gradebook_kept_and_exits_130(tmp_path, monkeypatch,
+                                                                    capsys):
+    from lrnn.course.grading import cli as grade_cli
+    from lrnn.course.grading.gradebook import write_gradebook
+    out = tmp_path / "gradebook.csv"
+
+    def interrupted(paths, out_, **kwargs):
+        write_gradebook(out_, [{"submission": "alice.ipynb"}, {"submission": "bob.ipynb"}])
+        raise KeyboardInterrupt
+    monkeypatch.setattr(grade_cli, "grade", interrupted)
+    assert grade_cli.main([str(tmp_path), "--out", str(out)]) == 130
+    captured = capsys.readouterr()
+    lines = [t for t in (captured.out + captured.err).splitlines() if t.strip()]
+    assert lines == [f"lrnn grade: interrupted; 2 graded submission(s) kept in {out}; the same "
+                     "command grades the rest"], lines
+    assert "Traceback" not in captured.err
+
+    def at_once(paths, out_, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(grade_cli, "grade", at_once)
+    assert grade_cli.main([str(tmp_path), "--out", str(tmp_path / "new.csv")]) == 130
+    assert "no submission was graded yet, nothing was written" in capsys.readouterr().err
+    assert not (tmp_path / "new.csv").exists()
