@@ -35,7 +35,13 @@ The copy baseline moves 1 GiB (read + write counted), median of at least 20 runs
 
 ``targets`` evaluates the GPU issue's targets on stored results and prints each as met, not met
 or not measured (never estimated). ``plans`` times the kernel's tiles and chunkings at the GPU
-shapes: the data behind ``lrnn.scan.pallas_tuning``.
+shapes: the data behind ``lrnn.scan.pallas_tuning`` (``bench_plans``).
+
+Every output (``--out``, ``--targets-md``) is checked as the command line is parsed, before any
+work (``lrnn._io.output_argument``): a new file, or one this benchmark wrote (its JSON says
+``"benchmark": <name>``; a targets table starts with :data:`TARGETS_HEADER`; a plans log's
+first record is its head), written atomically; anything else is refused in one line. A new
+subcommand registers its parser in :func:`parser` and its outputs the same way.
 """
 from __future__ import annotations
 

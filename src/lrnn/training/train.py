@@ -17,6 +17,12 @@ Command line (``lrnn train --help`` explains every flag)::
 Before any step is trained the run checks where it will write (``--out``, ``--checkpoint``):
 the folder exists, the suffix is right, and an existing file there is an earlier output of
 ``lrnn train``; the checkpoint is locked while the run uses it. Writes are atomic.
+
+Resuming means continuing: a run started again with its ``--checkpoint`` goes on from the
+checkpoint's step, and with more ``--steps`` it continues past its old end (the learning-rate
+schedule is then the new run's, from that step on). Any other option that differs from the
+checkpoint's is refused before any work, in one line naming it with the stored and the new
+value. Ctrl-C stops a run with one line saying which checkpoint was kept (exit status 130).
 """
 from __future__ import annotations
 
@@ -100,7 +106,9 @@ class TrainConfig:
     eval_every: int = _f(100, "evaluate on the test set every this many steps (and at the end)")
     eval_batch: int = _f(250, "batch size for evaluation")
     seed: int = _f(0, "random seed (parameters, data, dropout)")
-    checkpoint: str | None = _f(None, "checkpoint file (.npz): resumed from if it exists, written every --checkpoint-every steps")
+    checkpoint: str | None = _f(None, "checkpoint file (.npz): resumed from if it exists (more "
+                                      "--steps continue the run), written every "
+                                      "--checkpoint-every steps")
     checkpoint_every: int = _f(0, "write the checkpoint every this many steps (0: only at the end)")
     out: str | None = _f(None, "write the metrics history here (.json or .csv)")
 
