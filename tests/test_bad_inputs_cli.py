@@ -331,10 +331,14 @@ def test_build_into_a_folder_of_chapters_writes_nothing(tmp_path, capsys):
 
 def test_build_command_line_arguments(tmp_path, capsys):
     (tmp_path / "file").write_text("x")
-    assert ex.main(["build", "--exercises", str(tmp_path / "file")]) == 2
-    assert ex.main(["build", "--solutions", str(ROOT / "solutions"),
-                    "--exercises", str(tmp_path / "no" / "such")]) == 2
-    assert "parent exists" in capsys.readouterr().out
+    for folder, expected in ((tmp_path / "file", "expected a folder, but it is an existing file"),
+                             (tmp_path / "no" / "such", "parent exists")):
+        with pytest.raises(SystemExit) as err:       # refused as the command line is parsed
+            ex.main(["build", "--solutions", str(ROOT / "solutions"), "--exercises", str(folder)])
+        assert err.value.code == 2
+        text = capsys.readouterr().err
+        assert f"--exercises: got '{folder}'" in text and expected in text
+    assert (tmp_path / "file").read_text() == "x" and not (tmp_path / "no").exists()
     with pytest.raises(SystemExit):
         ex.main(["build", "--check", "--force"])
     assert ex.build(ROOT / "solutions", tmp_path / "e", force="yes", out=io.StringIO()) == 2
