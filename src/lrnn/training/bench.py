@@ -483,6 +483,38 @@ def load_result(path, flag, kind):
     return data
 
 
+#: What the numbers of ``lrnn bench scan``'s JSON mean (stored with them).
+SCAN_DEFINITIONS = {
+    "fwd_s": "best wall time of `repeats` forward calls after a warm-up (median beside), "
+             "each call synchronised; the rows of one shape are timed round-robin",
+    "fwdbwd_s": "best wall time of jax.vjp(scan)(cotangent): forward + backward",
+    "compile_fwd_s": "jax.jit(f).lower(...).compile() wall time, forward",
+    "fwd_GBps": "bytes that must move / fwd_s: 16 per complex64 element (b read, x "
+                "written); 12 per float32 element with a time-varying a (a, b read)",
+    "fwd_copy_fraction": "fwd_GBps / copy_bandwidth_GBps (the faster of XLA's and a "
+                         "Pallas copy of 1 GiB, median of >= 20 runs)",
+    "peak_bytes": "argument + output + temp - alias bytes of XLA's buffer assignment "
+                  "(compiled.memory_analysis())",
+    "err_vs_sequential": "max |x - x_sequential| / max |x_sequential|",
+}
+
+
+def chosen_rows(rows, methods, platform_):
+    """The rows named by ``--methods`` (labels or methods; ``None``: all)."""
+    if methods is None:
+        return rows
+    known = [r.label for r in rows]
+    keep = [m.strip() for m in methods.split(",")]
+    unknown = [m for m in keep if m not in known and m not in {r.method for r in rows}]
+    if not any(keep):
+        raise SystemExit(f"--methods: got {methods!r}, expected a comma-separated "
+                         f"subset of {known} (the rows on {platform_})")
+    if unknown:
+        raise SystemExit(f"--methods: got {unknown!r}, expected a comma-separated subset of "
+                         f"{known} (the rows on {platform_})")
+    return [r for r in rows if r.label in keep or r.method in keep]
+
+
 def run_scan(args):
     _require_positive(args, "batch", "n", "lengths", "repeats", "copy-bytes")
     layer = load_result(args.layer, "--layer", "layer") if args.layer else None
@@ -493,18 +525,7 @@ def run_scan(args):
     shapes = (_parse_shapes(args.shapes) if args.shapes else
               GPU_EXTRA_SHAPES + [(8, 4096, 256)] if gpu else
               [(args.batch, length, args.n) for length in args.lengths])
-    rows = scan_rows(device.platform, args.pallas)
-    known = [r.label for r in rows]
-    if args.methods is not None:
-        keep = [m.strip() for m in args.methods.split(",")]
-        unknown = [m for m in keep if m not in known and m not in {r.method for r in rows}]
-        if not any(keep):
-            raise SystemExit(f"--methods: got {args.methods!r}, expected a comma-separated "
-                             f"subset of {known} (the rows on {device.platform})")
-        if unknown:
-            raise SystemExit(f"--methods: got {unknown!r}, expected a comma-separated subset of "
-                             f"{known} (the rows on {device.platform})")
-        rows = [r for r in rows if r.label in keep or r.method in keep]
+    rows = chosen_rows(scan_rows(device.platform, args.pallas), args.methods, device.platform)
     tv_shapes = ([] if args.no_tv else _parse_shapes(args.tv_shapes) if args.tv_shapes
                  else TV_SHAPES if gpu else [])
     load_start = _loadavg()
@@ -538,19 +559,7 @@ def run_scan(args):
         "copy": copy,
         "copy_bandwidth_GBps": copy_gbps,
         "repeats": args.repeats,
-        "definitions": {
-            "fwd_s": "best wall time of `repeats` forward calls after a warm-up (median beside), "
-                     "each call synchronised; the rows of one shape are timed round-robin",
-            "fwdbwd_s": "best wall time of jax.vjp(scan)(cotangent): forward + backward",
-            "compile_fwd_s": "jax.jit(f).lower(...).compile() wall time, forward",
-            "fwd_GBps": "bytes that must move / fwd_s: 16 per complex64 element (b read, x "
-                        "written); 12 per float32 element with a time-varying a (a, b read)",
-            "fwd_copy_fraction": "fwd_GBps / copy_bandwidth_GBps (the faster of XLA's and a "
-                                 "Pallas copy of 1 GiB, median of >= 20 runs)",
-            "peak_bytes": "argument + output + temp - alias bytes of XLA's buffer assignment "
-                          "(compiled.memory_analysis())",
-            "err_vs_sequential": "max |x - x_sequential| / max |x_sequential|",
-        },
+        "definitions": SCAN_DEFINITIONS,
         "results": results,
         "tv_results": tv_results,
         "checks": scan_checks(results) + scan_checks(tv_results),

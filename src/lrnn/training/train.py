@@ -565,15 +565,8 @@ def _train(cfg, *, task, progress, callback, stop_after):
     mcfg = model_config(cfg, task)
     params, state = model_lib.init(jax.random.PRNGKey(cfg.seed), mcfg)
     tx = make_optimizer(cfg, model_lib.recurrent_mask(params, mcfg))
-    opt_state = tx.init(params)
-    history = {k: [] for k in HISTORY_KEYS}
-    start, pending = 0, {"loss": [], "metric": []}
+    start, (params, state, opt_state), history, pending = _resume(cfg, params, state, tx)
     config_dict = cfg.to_dict()
-    if cfg.checkpoint and os.path.exists(cfg.checkpoint):
-        start, (params, state, opt_state), meta = load_checkpoint(
-            cfg.checkpoint, (params, state, opt_state))
-        history, pending = meta["history"], meta["pending"]
-        check_resume(cfg, start, meta["config"])      # more --steps: the run continues
     key = (mcfg, task.kind, task.score_last, cfg.lr, cfg.lr_factor, cfg.weight_decay,
            cfg.warmup_frac, cfg.steps, cfg.clip)
     train_step, eval_batch = _make_fns(mcfg, task, tx, key)
@@ -636,18 +629,37 @@ def _train(cfg, *, task, progress, callback, stop_after):
         checkpoint(end)
     if cfg.out:
         save_history(history, cfg.out)
-    metric_hist = history["test_metric"]
-    best_fn = min if task.metric == "mse" else max
     result = {
         "params": params, "state": state, "history": history, "model_config": mcfg,
         "task": task, "n_params": model_lib.count_params(params), "steps_run": end - start,
-        "final": ({"step": history["step"][-1], "test_loss": history["test_loss"][-1],
-                   f"test_{task.metric}": metric_hist[-1]} if metric_hist else {}),
-        "best": ({f"test_{task.metric}": best_fn(metric_hist)} if metric_hist else {}),
+        **_final_and_best(history, task.metric),
         "wall_time_s": time.perf_counter() - t_start,
         "time_per_step_s": step_time / timed_steps if timed_steps else float("nan"),
     }
     return result
+
+
+def _resume(cfg, params, state, tx):
+    """``(start step, (params, state, opt_state), history, pending losses)``: fresh, or read
+    from ``cfg.checkpoint`` when it exists (more ``steps`` continue the run)."""
+    opt_state = tx.init(params)
+    if not (cfg.checkpoint and os.path.exists(cfg.checkpoint)):
+        return 0, (params, state, opt_state), {k: [] for k in HISTORY_KEYS}, \
+            {"loss": [], "metric": []}
+    start, trees, meta = load_checkpoint(cfg.checkpoint, (params, state, opt_state))
+    check_resume(cfg, start, meta["config"])
+    return start, trees, meta["history"], meta["pending"]
+
+
+def _final_and_best(history, metric: str) -> dict:
+    """The last evaluation and the best test metric of ``history`` (empty before any)."""
+    values = history["test_metric"]
+    if not values:
+        return {"final": {}, "best": {}}
+    best = min if metric == "mse" else max
+    return {"final": {"step": history["step"][-1], "test_loss": history["test_loss"][-1],
+                      f"test_{metric}": values[-1]},
+            "best": {f"test_{metric}": best(values)}}
 
 
 # ------------------------------------------------------------------------------------------
