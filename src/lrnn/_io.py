@@ -219,7 +219,7 @@ def replace_own(path, text: str, *, suffixes=(), what="--out", owned_by=None,
     atomic_write_text(path, text, encoding=encoding)
 
 
-def append_own_line(path, line: str, *, marker):
+def append_own_line(path, line: str, *, marker, what: str = "--out"):
     """Append ``line`` (one JSON record, no newline) to the JSON-lines file ``path``: created
     (atomically) when absent; appended to only when ``marker(path)`` recognises it as the
     command's own log (else :class:`DestinationError`). A last line left without its newline
@@ -229,7 +229,7 @@ def append_own_line(path, line: str, *, marker):
         atomic_write_text(p, line + "\n")
         return
     if p.is_symlink() or not p.is_file() or not _safe(marker, p):
-        _fail("--out", path, "this file is not this command's own log; it is left as it is")
+        _fail(what, path, "this file is not this command's own log; it is left as it is")
     with open(p, "rb+") as f:
         f.seek(0, os.SEEK_END)
         ended = f.tell() == 0
