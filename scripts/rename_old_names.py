@@ -5,8 +5,12 @@
     python scripts/rename_old_names.py --check PATH    # only list what would change (exit 1 if any)
 
 Notebooks change only in their cells' sources (never outputs or metadata) and are written back
-as nbformat writes them; other files are read and written as UTF-8 text. ``_aliases.py`` and
-``tests/`` are never touched. Running it twice changes nothing the second time.
+as nbformat writes them; other files are read and written as UTF-8 text. A file is edited in
+place: it keeps its mode (a script stays executable), a symlink stays a link (its target is
+edited), and CRLF line endings stay CRLF; each write is atomic. ``_aliases.py`` and ``tests/``
+are never touched, and neither is ``.ci/`` unless named (CI's scripts run unattended, and
+tests/test_names.py already fails on an old name there). Running it twice changes nothing the
+second time.
 
 The rules, in order:
 
@@ -34,21 +38,23 @@ import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-DEFAULT_PATHS = ["src/lrnn", "book", "solutions", "exercises", "README.md", ".ci", "scripts"]
+DEFAULT_PATHS = ["src/lrnn", "book", "solutions", "exercises", "README.md", "scripts"]
 SUFFIXES = {".py", ".md", ".ipynb", ".txt", ".cfg", ".toml", ".yml", ".yaml", ".sh", ""}
 SKIP_NAMES = {"_aliases.py", "rename_old_names.py"}
 
 
-def _load_aliases():
-    """``lrnn/_aliases.py`` by path, so that the script needs neither JAX nor an install."""
-    path = ROOT / "src" / "lrnn" / "_aliases.py"
-    spec = importlib.util.spec_from_file_location("_lrnn_aliases", path)
+def _load(name):
+    """``lrnn/<name>.py`` by path, so that the script needs neither JAX nor an install."""
+    path = ROOT / "src" / "lrnn" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"_lrnn{name}", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module            # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
 
-_A = _load_aliases()
+_A = _load("_aliases")
+_IO = _load("_io")
 OLD_NAMES: dict[str, str] = dict(_A.OLD_NAMES)
 OLD_ATTRIBUTES: dict[str, dict] = dict(_A.OLD_ATTRIBUTES)
 COMMANDS = sorted({old.split(".")[1] for old in _A.OLD_COMMANDS})
@@ -154,7 +160,7 @@ def rename_notebook(raw: str) -> tuple[str, list[str]]:
 
 
 def rename_file(path: pathlib.Path, *, check: bool) -> tuple[bool, list[str]]:
-    raw = path.read_text(encoding="utf-8")
+    raw, newline = _IO.split_newlines(path.read_bytes().decode("utf-8"))
     if path.suffix == ".ipynb":
         nb_before = json.loads(raw)
         new, left = rename_notebook(raw)
@@ -166,9 +172,7 @@ def rename_file(path: pathlib.Path, *, check: bool) -> tuple[bool, list[str]]:
         left = leftovers(new)
         changed = new != raw
     if changed and not check:
-        tmp = path.with_name(path.name + ".rename-tmp")
-        tmp.write_text(new, encoding="utf-8")
-        tmp.replace(path)
+        _IO.edit_in_place(path, _IO.join_newlines(new, newline).encode("utf-8"))
     return changed, left
 
 

@@ -11,6 +11,12 @@ package held at its version (`lrnn.course.colab.install_missing`): in Colab it c
 the preinstalled packages. `LRNN_INSTALL_SOURCE` (a pip requirement, e.g. `lrnn @ file:///src`)
 replaces the URL, which CI's Colab lane uses to install the checkout. Only the bootstrap (the
 lines before `import lrnn`) and the badge are rewritten; the rest of each cell is the chapter's.
+
+A notebook is edited in place: a symlink stays a link, the file keeps its mode and line
+endings. An exercise notebook that `lrnn exercises build` generated and nobody edited is
+stamped again after the rewrite (`lrnn.course.exercises.restamp`), so that the build, which
+regenerates the same text from the synced solution, still recognises it as its own; one with
+student edits keeps its old stamp and the build goes on refusing to replace it.
 """
 from __future__ import annotations
 
@@ -23,6 +29,9 @@ import nbformat
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+from lrnn import _io  # noqa: E402 - the checkout's own package, whatever is installed
+from lrnn.course import exercises  # noqa: E402
 NOTEBOOK_DIRS = ("book", "exercises", "solutions")
 BADGE_SVG = "https://colab.research.google.com/assets/colab-badge.svg"
 BADGE_RE = re.compile(r"\[!\[Open In Colab\]\(" + re.escape(BADGE_SVG) + r"\)\]\(([^)\s]*)\)")
@@ -93,19 +102,30 @@ def synced(nb, relpath: str, url: str, branch: str) -> bool:
     return changed
 
 
+def rewritten(path: Path, nb, was_ours: bool) -> bytes:
+    """The bytes to write back: an unedited exercise notebook restamped, any other notebook as
+    nbformat writes it; in the file's own line endings."""
+    text = exercises.restamp(nb, path.name) if was_ours else exercises.render(nb)
+    _, newline = _io.split_newlines(path.read_bytes().decode("utf-8"))
+    return _io.join_newlines(text, newline).encode("utf-8")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="list, do not rewrite")
+    parser.add_argument("--root", type=Path, default=ROOT,
+                        help="the course repository (default: this script's checkout)")
     args = parser.parse_args(argv)
-    url, branch = repository()
+    url, branch = repository(args.root)
     stale = []
-    for path in notebooks():
+    for path in notebooks(args.root):
         nb = nbformat.read(path, as_version=4)
-        rel = path.relative_to(ROOT).as_posix()
+        rel = path.relative_to(args.root).as_posix()
+        was_ours = rel.startswith("exercises/") and exercises.unedited_output(path)[0]
         if synced(nb, rel, url, branch):
             stale.append(rel)
             if not args.check:
-                nbformat.write(nb, path)
+                _io.edit_in_place(path, rewritten(path, nb, was_ours))
     verb = "out of date" if args.check else "rewritten"
     for rel in stale:
         print(f"{verb}: {rel}")

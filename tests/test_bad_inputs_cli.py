@@ -58,7 +58,7 @@ def _cli_error(capsys, main, argv):
 # ------------------------------------------------------------------ lrnn train: destinations
 
 @pytest.mark.parametrize("name, content, expected", [
-    ("r.txt", "my notes\n", r"`out`: got '.*r\.txt', expected a file name ending in \.json or \.csv"),
+    ("r.txt", "my notes\n", r"--out: got '.*r\.txt', expected a file name ending in \.json or \.csv"),
     ("notes.json", '{"answer": 42}', "notes.json.*exists and was not written by lrnn train"),
     ("grades.csv", "student,points\nalice,10\n", "grades.csv.*not written by lrnn train"),
     ("empty.json", "", "empty.json.*not written by lrnn train"),
@@ -331,10 +331,14 @@ def test_build_into_a_folder_of_chapters_writes_nothing(tmp_path, capsys):
 
 def test_build_command_line_arguments(tmp_path, capsys):
     (tmp_path / "file").write_text("x")
-    assert ex.main(["build", "--exercises", str(tmp_path / "file")]) == 2
-    assert ex.main(["build", "--solutions", str(ROOT / "solutions"),
-                    "--exercises", str(tmp_path / "no" / "such")]) == 2
-    assert "parent exists" in capsys.readouterr().out
+    for folder, expected in ((tmp_path / "file", "expected a folder, but it is an existing file"),
+                             (tmp_path / "no" / "such", "parent exists")):
+        with pytest.raises(SystemExit) as err:       # refused as the command line is parsed
+            ex.main(["build", "--solutions", str(ROOT / "solutions"), "--exercises", str(folder)])
+        assert err.value.code == 2
+        text = capsys.readouterr().err
+        assert f"--exercises: got '{folder}'" in text and expected in text
+    assert (tmp_path / "file").read_text() == "x" and not (tmp_path / "no").exists()
     with pytest.raises(SystemExit):
         ex.main(["build", "--check", "--force"])
     assert ex.build(ROOT / "solutions", tmp_path / "e", force="yes", out=io.StringIO()) == 2
@@ -343,24 +347,24 @@ def test_build_command_line_arguments(tmp_path, capsys):
 # ------------------------------------------------------------------ lrnn train: arguments
 
 @pytest.mark.parametrize("argv, expected", [
-    (["--steps", "10000000000000000000"], "`steps`: got 10000000000000000000.*at most 1e\\+09"),
+    (["--steps", "10000000000000000000"], "--steps: got 10000000000000000000.*at most 1e\\+09"),
     (["--steps", "1e3"], "--steps: expected an integer, got '1e3'"),
-    (["--seed", "-1"], "`seed`"), (["--seed", str(2**40)], "`seed`"),
-    (["--batch-size", str(2**40)], "`batch_size`"),
-    (["--pool", "nonesuch"], "`pool`: got 'nonesuch'.*'auto'.*'none'"),
-    (["--pool", "None"], "`pool`: got 'None'"),
+    (["--seed", "-1"], "--seed: got -1"), (["--seed", str(2**40)], f"--seed: got {2**40}"),
+    (["--batch-size", str(2**40)], f"--batch-size: got {2**40}"),
+    (["--pool", "nonesuch"], "--pool: got 'nonesuch'.*'auto'.*'none'"),
+    (["--pool", "None"], "--pool: got 'None'"),
     (["--layer", "ornn", "--r-min", "0.5"], "--r-min does not apply to --layer ornn"),
     (["--layer", "ornn", "--scan-method", "chunked"], "--scan-method does not apply"),
-    (["--layer", "lstm", "--bidirectional"], "`?-?-?bidirectional`?"),
+    (["--layer", "lstm", "--bidirectional"], "--bidirectional: got True"),
     (["--layer", "lru", "--n-reflections", "3"], "--n-reflections does not apply"),
     (["--layer", "lru", "--activation", "oplu"], "--activation does not apply"),
     (["--layer", "lru", "--forget-bias", "5"], "--forget-bias does not apply to --layer lru"),
-    (["--layer", "lstm", "--forget-bias", "nan"], "`forget_bias`: got nan"),
-    (["--scan-method", "nosuch"], "`scan_method`: got 'nosuch'"),
-    (["--r-min", "2"], "`r_min`: got 2.0"),
-    (["--dropout", "1.5"], "`dropout`"), (["--dropout", "nan"], "`dropout`"),
-    (["--layer", "lru", "--bidirectional", "--pool", "none"], "`pool`"),
-    (["--checkpoint-every", "-1"], "`checkpoint_every`"),
+    (["--layer", "lstm", "--forget-bias", "nan"], "--forget-bias: got nan"),
+    (["--scan-method", "nosuch"], "--scan-method: got 'nosuch'"),
+    (["--r-min", "2"], "--r-min: got 2.0"),
+    (["--dropout", "1.5"], "--dropout: got 1.5"), (["--dropout", "nan"], "--dropout: got nan"),
+    (["--layer", "lru", "--bidirectional", "--pool", "none"], "--pool: got 'none'"),
+    (["--checkpoint-every", "-1"], "--checkpoint-every: got -1"),
 ])
 def test_train_arguments_are_refused_before_any_work(capsys, no_training, argv, expected):
     import re
@@ -381,3 +385,30 @@ def test_model_is_a_deprecated_alias_of_layer(capsys, no_training):
     args = train.build_parser().parse_args(["--model", "gru"])
     assert "--model is deprecated, use --layer" in capsys.readouterr().err
     assert train.config_from_args(args).layer == "gru"
+
+
+# ------------------------------------------------------------------ Ctrl-C
+
+def test_ctrl_c_in_grade_says_what_the_gradebook_kept_and_exits_130(tmp_path, monkeypatch,
+                                                                    capsys):
+    from lrnn.course.grading import cli as grade_cli
+    from lrnn.course.grading.gradebook import write_gradebook
+    out = tmp_path / "gradebook.csv"
+
+    def interrupted(paths, out_, **kwargs):
+        write_gradebook(out_, [{"submission": "alice.ipynb"}, {"submission": "bob.ipynb"}])
+        raise KeyboardInterrupt
+    monkeypatch.setattr(grade_cli, "grade", interrupted)
+    assert grade_cli.main([str(tmp_path), "--out", str(out)]) == 130
+    captured = capsys.readouterr()
+    lines = [t for t in (captured.out + captured.err).splitlines() if t.strip()]
+    assert lines == [f"lrnn grade: interrupted; 2 graded submission(s) kept in {out}; the same "
+                     "command grades the rest"], lines
+    assert "Traceback" not in captured.err
+
+    def at_once(paths, out_, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(grade_cli, "grade", at_once)
+    assert grade_cli.main([str(tmp_path), "--out", str(tmp_path / "new.csv")]) == 130
+    assert "no submission was graded yet, nothing was written" in capsys.readouterr().err
+    assert not (tmp_path / "new.csv").exists()

@@ -188,6 +188,31 @@ def test_targets_cli_reads_stored_json_and_names_the_source(tmp_path, capsys):
     assert out.read_text().strip() == printed.strip().split("\nwrote")[0].strip()
 
 
+def test_targets_replace_their_own_table_and_nothing_else(tmp_path, capsys):
+    path = tmp_path / "scan.json"
+    path.write_text(json.dumps(dict(_gpu_scan(), benchmark="scan")))
+    out = tmp_path / "t.md"
+    bench.main(["targets", "--scan", str(path), "--out", str(out)])
+    out.write_text(out.read_text() + "\nold run\n")
+    bench.main(["targets", "--scan", str(path), "--out", str(out)])     # its own: replaced
+    assert out.read_text().startswith(bench.TARGETS_HEADER) and "old run" not in out.read_text()
+    notes = tmp_path / "notes.md"
+    notes.write_bytes(b"# My notes\r\n")
+    folder = tmp_path / "folder.md"
+    folder.mkdir()
+    capsys.readouterr()
+    for target, expected in ((notes, "not written by lrnn bench"), (folder, "existing folder"),
+                             (tmp_path / "no" / "t.md", "no folder")):
+        with pytest.raises(SystemExit) as err:
+            bench.main(["targets", "--scan", str(path), "--out", str(target)])
+        text = capsys.readouterr().err
+        assert err.value.code == 2 and f"--out: got '{target}'" in text and expected in text
+        assert len([t for t in text.splitlines() if "error" in t]) == 1
+    assert notes.read_bytes() == b"# My notes\r\n" and not list(folder.iterdir())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder.md", "notes.md", "scan.json",
+                                                         "t.md"]
+
+
 def test_plan_sweep_times_tiles_and_chunks_in_interpret_mode(tmp_path):
     out = tmp_path / "plans.jsonl"
     bench.main(["plans", "--interpret", "--shapes", "2x24x8", "--kinds", "tv-real",
@@ -200,6 +225,24 @@ def test_plan_sweep_times_tiles_and_chunks_in_interpret_mode(tmp_path):
     assert any(r["adjoint"] and r["synced_s"] > 0 for r in timed)
     assert {r.get("method") for r in rows[1:]} >= {"associative", "pallas"}
     assert any("best" in r for r in rows[1:])
+    # a second run appends to its own log (its first record says "benchmark": "plans")
+    bench.main(["plans", "--interpret", "--shapes", "2x24x8", "--kinds", "tv-real",
+                "--copy-bytes", "65536", "--budget-s", "1e-9", "--out", str(out)])
+    again = [json.loads(line) for line in out.read_text().splitlines()]
+    assert again[:len(rows)] == rows and again[len(rows)]["benchmark"] == "plans"
+    assert again[-1]["skipped"] == "time budget"
+
+
+@pytest.mark.parametrize("name, content", [
+    ("notes.jsonl", b'{"mine": 1}\n'), ("results.json", b'{"benchmark": "scan"}\n'),
+    ("notes.ipynb", b'{"cells": [], "nbformat": 4}\n'), ("empty.jsonl", b"")])
+def test_plan_sweep_never_appends_to_a_file_it_did_not_write(tmp_path, capsys, name, content):
+    out = tmp_path / name
+    out.write_bytes(content)
+    with pytest.raises(SystemExit) as err:
+        bench.main(["plans", "--interpret", "--out", str(out)])
+    assert err.value.code == 2 and name in capsys.readouterr().err
+    assert out.read_bytes() == content and sorted(p.name for p in tmp_path.iterdir()) == [name]
 
 
 @pytest.mark.skipif(jax.default_backend() == "gpu", reason="on a GPU the sweep times the kernel")

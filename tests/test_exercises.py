@@ -248,3 +248,49 @@ def test_grader_full_marks_for_solutions_zero_for_exercises(tmp_path):
         for r in table:
             if r["kind"] == "manual":
                 assert row[r["grade_id"]] == "manual"
+
+
+# --------------------------------------------------------------------------------------
+# The generators agree: scripts/sync_headers.py, then the build
+# --------------------------------------------------------------------------------------
+
+def test_the_build_recognises_its_notebooks_after_sync_headers(tmp_path):
+    """Following _config.yml's instruction (a new repository URL and branch, then
+    `python scripts/sync_headers.py`), `lrnn exercises build` finds its own unedited notebooks
+    (restamped by the sync) and writes nothing; a notebook with a student's answer stays
+    refused, its stamp not renewed; modes are kept."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("sync_headers_", ROOT / "scripts" / "sync_headers.py")
+    sync = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sync)
+    sol, exe = tmp_path / "solutions", tmp_path / "exercises"
+    shutil.copytree(SOLUTIONS, sol)
+    shutil.copytree(EXERCISES, exe)
+    config = (ROOT / "_config.yml").read_text(encoding="utf-8")
+    (tmp_path / "_config.yml").write_text(config.replace(
+        "url: https://github.com/lrnn-course/lrnn", "url: https://github.com/a-fork/lrnn").replace(
+        "branch: main", "branch: dev"), encoding="utf-8")
+    names = sorted(p.name for p in exe.glob(ex.NOTEBOOK_GLOB))
+    student = exe / names[1]
+    student.write_text(student.read_text(encoding="utf-8").replace(
+        "YOUR ANSWER HERE", "my own answer", 1), encoding="utf-8")
+    (exe / names[0]).chmod(0o640)
+    with io.StringIO() as buf, __import__("contextlib").redirect_stdout(buf):
+        assert sync.main(["--root", str(tmp_path)]) == 0
+        assert f"rewritten: exercises/{names[0]}" in buf.getvalue()
+    synced = {n: (exe / n).read_bytes() for n in names}
+    assert b"a-fork/lrnn/blob/dev/exercises/" in synced[names[0]]
+    assert oct((exe / names[0]).stat().st_mode & 0o777) == oct(0o640)
+    out = io.StringIO()
+    assert ex.build(sol, exe, out=out) == 2                # the student's answer is refused
+    text = out.getvalue()
+    assert f"{names[1]}: edited since the build wrote it" in text
+    assert "1 notebook(s)" in text, text
+    assert {n: (exe / n).read_bytes() for n in names} == synced
+    student.write_bytes(ex.generate(sol)[names[1]].encode("utf-8"))   # the answer saved away
+    out = io.StringIO()
+    assert ex.build(sol, exe, out=out) == 0, out.getvalue()
+    assert "wrote" not in out.getvalue() and not list(exe.glob("*.backup-*"))
+    assert {n: (exe / n).read_bytes() for n in names if n != names[1]} == \
+        {n: t for n, t in synced.items() if n != names[1]}
+    assert ex.build(sol, exe, check=True, out=io.StringIO()) == 0

@@ -71,8 +71,119 @@ def test_checkpoint_round_trip_and_config_check(tmp_path):
     train.save_checkpoint(path, step, p, s, o, hist, saved)
     step2, tree2, _ = train.load_checkpoint(path, (params, state, tx.init(params)))
     assert step2 == 2 and _leaves_equal(tree2, (p, s, o))
-    with pytest.raises(ValueError, match="`cfg`"):
+    with pytest.raises(ValueError, match=r"ckpt.npz.*`lr` 0.001 \(this run: 0.5\)"):
         train.train(_tiny(tmp_path, steps=2, eval_every=2, lr=0.5), progress=False)
+
+
+def test_more_steps_continue_a_run(tmp_path):
+    first = train.train(_tiny(tmp_path, steps=2, eval_every=2), progress=False)
+    more = train.train(_tiny(tmp_path, steps=4, eval_every=2), progress=False)
+    assert first["steps_run"] == 2 and more["steps_run"] == 2
+    assert more["history"]["step"] == [2, 4]
+    assert more["history"]["test_loss"][0] == first["history"]["test_loss"][0]
+    step, meta, _ = train._read_checkpoint(tmp_path / "ckpt.npz")
+    assert step == 4 and meta["config"]["steps"] == 4
+
+
+def _cli(capsys, argv):
+    with pytest.raises(SystemExit) as err:
+        train.main(argv)
+    out = capsys.readouterr()
+    return err.value.code, out.err + (err.value.code if isinstance(err.value.code, str) else "")
+
+
+TINY_CLI = ["--task", "adding", "--seq-len", "6", "--layer", "lru", "--depth", "1",
+            "--d-model", "4", "--d-state", "4", "--batch-size", "4", "--eval-every", "2",
+            "--n-test", "8", "--no-progress"]
+
+
+def test_a_changed_option_names_itself_with_both_values_in_one_line(tmp_path, capsys):
+    ck = str(tmp_path / "ck.npz")
+    train.main(TINY_CLI + ["--steps", "2", "--checkpoint", ck])
+    capsys.readouterr()
+    before = (tmp_path / "ck.npz").read_bytes()
+    code, text = _cli(capsys, TINY_CLI + ["--steps", "2", "--checkpoint", ck, "--lr", "0.01",
+                                          "--seed", "3"])
+    assert code == 2
+    line = [t for t in text.splitlines() if "error" in t]
+    assert len(line) == 1, text
+    assert "--lr 0.001 (this run: 0.01)" in line[0] and "--seed 0 (this run: 3)" in line[0]
+    assert "ck.npz" in line[0] and "--steps" not in line[0]
+    assert (tmp_path / "ck.npz").read_bytes() == before
+
+
+@pytest.mark.parametrize("step, expected", [
+    (-3, "field 'step' is -3, expected a step in 0"),
+    (9, "field 'step' is 9, past this run's --steps 4. Give --steps 9 or more"),
+])
+def test_an_impossible_checkpoint_step_names_the_file_and_the_field(tmp_path, capsys, step,
+                                                                   expected):
+    ck = tmp_path / "ck.npz"
+    train.main(TINY_CLI + ["--steps", "2", "--checkpoint", str(ck)])
+    capsys.readouterr()
+    with np.load(ck) as f:
+        arrays = {k: f[k] for k in f.files}
+    arrays["step"] = np.int64(step)
+    with open(ck, "wb") as f:
+        np.savez(f, **arrays)
+    code, text = _cli(capsys, TINY_CLI + ["--steps", "4", "--checkpoint", str(ck)])
+    assert code == 2 and "ck.npz" in text and expected in text, text
+    assert "NaN" not in text and "Traceback" not in text
+
+
+def test_a_finished_run_prints_no_nan(tmp_path, capsys):
+    ck = str(tmp_path / "ck.npz")
+    train.main(TINY_CLI + ["--steps", "2", "--checkpoint", ck])
+    capsys.readouterr()
+    train.main(TINY_CLI + ["--steps", "2", "--checkpoint", ck])
+    printed = capsys.readouterr().out
+    summary = json.loads(printed[printed.index("{"):])
+    assert summary["steps_run"] == 0 and summary["time_per_step_s"] is None
+    assert "NaN" not in printed
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--task", "copying", "--seq-len", "5", "--copy-k", "6"],
+     "--copy-k: got 6, expected at most the delay --seq-len 5"),
+    (["--task", "copying", "--copy-k", "501"],
+     "--copy-k: got 501, expected at most the delay --seq-len 500 (its default)"),
+    (["--task", "adding", "--seq-len", "1"], "--seq-len: got 1, expected at least 2"),
+    (["--task", "copying", "--seq-len", "1"], "--seq-len: got 1, expected at least 2"),
+    (["--task", "listops", "--seq-len", "3"], "--seq-len: got 3, expected at least 4"),
+    (["--task", "smnist", "--seq-len", "100"], "--seq-len: got 100, but --task smnist"),
+])
+def test_task_sizes_are_refused_in_the_options_words(capsys, monkeypatch, argv, expected):
+    monkeypatch.setattr(train, "load_task", lambda *a, **k: pytest.fail("work began"))
+    code, text = _cli(capsys, ["--no-progress"] + argv)
+    assert code == 2 and expected in text, text
+    errors = [t for t in text.splitlines() if "error:" in t]
+    assert len(errors) == 1 and " K" not in errors[0] and " T " not in errors[0]
+
+
+def test_ctrl_c_says_what_was_kept_and_exits_130(tmp_path, capsys, monkeypatch):
+    real = train._make_fns
+    calls = []
+
+    def interrupted(*args, **kwargs):
+        step, evaluate = real(*args, **kwargs)
+
+        def step_or_ctrl_c(*a):
+            calls.append(1)
+            if len(calls) == 5:
+                raise KeyboardInterrupt
+            return step(*a)
+        return step_or_ctrl_c, evaluate
+
+    monkeypatch.setattr(train, "_make_fns", interrupted)
+    ck = tmp_path / "ck.npz"
+    code, text = _cli(capsys, TINY_CLI + ["--steps", "8", "--checkpoint", str(ck),
+                                          "--checkpoint-every", "2"])
+    assert code == 130 and "Traceback" not in text
+    assert [t for t in text.splitlines() if t.strip()] == [
+        f"lrnn train: interrupted; checkpoint at step 4 kept in {ck}; the same command "
+        "resumes from there"]
+    assert train._read_checkpoint(ck)[0] == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ck.npz", "ck.npz.lock"]
 
 
 def test_schedule_warmup_and_cosine():

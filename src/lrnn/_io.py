@@ -1,18 +1,42 @@
 """Where the commands write: check the destination before any work, write atomically, lock
-shared files.
+shared files, edit in place without changing a file's mode, link or line endings.
 
-Every command that writes (``lrnn train --out/--checkpoint``, ``lrnn experiments run --out``,
-``lrnn doctor --out-dir``, ``lrnn exercises build``) calls :func:`check_destination` for each
-file before it trains, runs or builds anything, then writes with :func:`atomic_write_text`,
-:func:`atomic_write_bytes` or :func:`atomic_open`. A file is replaced only if the command
-recognises it as one of its own earlier outputs (``owned_by``), so that a typo in ``--out``
-never costs a student's notebook or an hour of training.
+One rule for every file a command writes: it is checked before any work (its suffix; its
+folder exists and is writable; it is not a folder; if it exists, it is a regular, writable file
+that the command recognises as one of its own earlier outputs), then written atomically. A file
+the command did not write is never replaced or appended to, so that a typo in ``--out`` never
+costs a student's notebook or an hour of training.
+
+Adding an output option to a command (``lrnn bench gpu --out``, say) takes one call in place
+of ``parser.add_argument``::
+
+    from lrnn import _io
+    _io.output_argument(parser, "--out", suffixes=(".json",),
+                        owned_by=_io.json_field_is("benchmark", "gpu"),
+                        command="lrnn bench gpu", help="write the results as JSON here")
+    ...
+    _io.replace_own(args.out, text, **_io.spec_of(parser, "--out"))   # after the work
+
+:func:`output_argument` checks the value while the command line is parsed (a refusal is one
+line naming the option, the path and what is wrong, before anything runs) and marks the
+option (``action.lrnn_output``), so that tests/test_outputs.py, which walks every command's
+parser, finds it and checks that a foreign file there is left as it is. ``folder=True`` is for
+an output folder (``check_folder``). :func:`replace_own` checks again just before writing (the
+run may have taken an hour) and writes atomically. ``owned_by`` predicates recognise a
+command's own outputs: :func:`json_has_keys`, :func:`json_field_is`, :func:`first_line_is`,
+:func:`first_line_startswith`, :func:`jsonl_first_record_is` (a JSON-lines log, which
+:func:`append_own_line` then extends). Scripts that edit files in place use
+:func:`edit_in_place` (follows a symlink to its target and keeps the link, keeps the mode) and
+:func:`split_newlines` / :func:`join_newlines` (keep CRLF line endings).
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
+import dataclasses
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -72,6 +96,8 @@ def check_destination(path, *, suffixes=(), what: str = "--out", owned_by=None,
     if p.exists() or p.is_symlink():
         if not p.is_file() or p.is_symlink():
             _fail(what, path, "expected a new file or a regular file, not a link or a special file")
+        if not os.access(p, os.W_OK):
+            _fail(what, path, "this file is read-only; it is left as it is")
         if owned_by is None or not _safe(owned_by, p):
             _fail(what, path, f"this file exists and was not written by {command}; it is left "
                               "as it is: choose another name, or move the file away first")
@@ -107,10 +133,112 @@ def first_line_is(line: str):
 
 
 def first_line_startswith(prefix: str):
+    """``owned_by`` predicate: a text file whose first line starts with ``prefix``."""
     def owned(p):
         with open(p, encoding="utf-8") as f:
             return f.readline().startswith(prefix)
     return owned
+
+
+def json_field_is(key: str, value):
+    """``owned_by`` predicate: a JSON object whose ``key`` is ``value`` (``"benchmark":
+    "scan"``)."""
+    def owned(p):
+        with open(p, encoding="utf-8") as f:
+            data = json.load(f)
+        return isinstance(data, dict) and data.get(key) == value
+    return owned
+
+
+def jsonl_first_record_is(key: str, value):
+    """``owned_by`` predicate: JSON lines whose first record is an object with ``key`` equal to
+    ``value`` (the marker a command writes first in its own log)."""
+    def owned(p):
+        with open(p, encoding="utf-8") as f:
+            first = json.loads(f.readline())
+        return isinstance(first, dict) and first.get(key) == value
+    return owned
+
+
+# ------------------------------------------------------------------------------------------
+# Output options of the command lines
+# ------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class OutputSpec:
+    """What an output option accepts (see :func:`output_argument`)."""
+    what: str
+    suffixes: tuple = ()
+    owned_by: object = None
+    command: str = "this command"
+    folder: bool = False
+
+    def check(self, path) -> Path:
+        """The check of :func:`check_destination` (or :func:`check_folder`) for ``path``."""
+        if self.folder:
+            return check_folder(path, what=self.what, create=True)
+        return check_destination(path, suffixes=self.suffixes, what=self.what,
+                                 owned_by=self.owned_by, command=self.command)
+
+
+def output_argument(parser, *flags, suffixes=(), owned_by=None, command="this command",
+                    folder: bool = False, **kwargs):
+    """``parser.add_argument(*flags, **kwargs)`` for a file (or, with ``folder``, a folder) the
+    command writes: the value is checked as the command line is parsed (:class:`OutputSpec`),
+    so that a refusal comes before any work, in one line naming the option. The action
+    carries its spec as ``action.lrnn_output``. Returns the action."""
+    spec = OutputSpec(flags[0], tuple(suffixes), owned_by, command, folder)
+
+    def checked(value):
+        try:
+            spec.check(value)
+        except DestinationError as err:
+            raise argparse.ArgumentTypeError(str(err).removeprefix(f"`{spec.what}`: ")) from None
+        return value
+    checked.__name__ = "destination"
+    action = parser.add_argument(*flags, type=checked, **kwargs)
+    action.lrnn_output = spec
+    return action
+
+
+def spec_of(parser, flag: str) -> dict:
+    """The keyword arguments of :func:`replace_own` for the output option ``flag``."""
+    for action in parser._actions:
+        if flag in action.option_strings and hasattr(action, "lrnn_output"):
+            s = action.lrnn_output
+            return {"suffixes": s.suffixes, "what": s.what, "owned_by": s.owned_by,
+                    "command": s.command}
+    raise KeyError(f"{flag} is not an output option of {parser.prog}")
+
+
+def replace_own(path, text: str, *, suffixes=(), what="--out", owned_by=None,
+                command="this command", encoding="utf-8"):
+    """Check ``path`` again (:func:`check_destination`: the work may have taken an hour and
+    someone may have put a file there since), then write ``text`` atomically."""
+    check_destination(path, suffixes=suffixes, what=what, owned_by=owned_by, command=command)
+    atomic_write_text(path, text, encoding=encoding)
+
+
+def append_own_line(path, line: str, *, marker, what: str = "--out"):
+    """Append ``line`` (one JSON record, no newline) to the JSON-lines file ``path``: created
+    (atomically) when absent; appended to only when ``marker(path)`` recognises it as the
+    command's own log (else :class:`DestinationError`). A last line left without its newline
+    by an interrupted run is ended first, so that every record stays on a line of its own."""
+    p = Path(path)
+    if not p.exists():
+        atomic_write_text(p, line + "\n")
+        return
+    if p.is_symlink() or not p.is_file() or not _safe(marker, p):
+        _fail(what, path, "this file is not this command's own log; it is left as it is")
+    with open(p, "rb+") as f:
+        f.seek(0, os.SEEK_END)
+        ended = f.tell() == 0
+        if not ended:
+            f.seek(-1, os.SEEK_END)
+            ended = f.read(1) == b"\n"
+        f.write((("" if ended else "\n") + line + "\n").encode("utf-8"))
+        f.flush()
+        os.fsync(f.fileno())
 
 
 # ------------------------------------------------------------------------------------------
@@ -118,16 +246,19 @@ def first_line_startswith(prefix: str):
 # ------------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def atomic_open(path, mode: str = "w", **kwargs):
+def atomic_open(path, mode: str = "w", *, file_mode: int | None = None, **kwargs):
     """Open a unique temporary file in ``path``'s folder; on a clean exit flush, fsync and
-    ``os.replace`` it onto ``path``; on an error remove it (``path`` is then untouched)."""
+    ``os.replace`` it onto ``path``; on an error (Ctrl-C included) remove it (``path`` is then
+    untouched). The new file gets ``file_mode`` (default: 0o666 less the umask)."""
     p = Path(path)
     parent = p.parent if str(p.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{p.name}.", suffix=".tmp")
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
+        if file_mode is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            file_mode = 0o666 & ~umask
+        os.fchmod(fd, file_mode)
         with os.fdopen(fd, mode, **kwargs) as f:
             yield f
             f.flush()
@@ -175,6 +306,33 @@ def backup_copy(path, *, what: str = "--force") -> Path:
             raise
         return target
     _fail(what, path, "expected a free backup name beside it (1000 backups exist)")
+
+
+# ------------------------------------------------------------------------------------------
+# Editing a file in place (scripts that rewrite the repository's own files)
+# ------------------------------------------------------------------------------------------
+
+def edit_in_place(path, data: bytes):
+    """Replace the contents of the existing file ``path`` by ``data``, atomically, keeping what
+    is not contents: a symlink stays a link (its target is edited) and the mode (an
+    executable stays executable) is kept."""
+    target = Path(os.path.realpath(path))
+    mode = stat.S_IMODE(os.stat(target).st_mode)
+    with atomic_open(target, "wb", file_mode=mode) as f:
+        f.write(data)
+
+
+def split_newlines(text: str) -> tuple[str, str]:
+    """``(text with LF line endings, the file's line ending)``: CRLF when every line of
+    ``text`` ends so, else LF (a file with mixed endings is left as it is)."""
+    if "\r\n" in text and "\n" not in text.replace("\r\n", ""):
+        return text.replace("\r\n", "\n"), "\r\n"
+    return text, "\n"
+
+
+def join_newlines(text: str, newline: str) -> str:
+    """The inverse of :func:`split_newlines`."""
+    return text.replace("\n", newline) if newline != "\n" else text
 
 
 # ------------------------------------------------------------------------------------------

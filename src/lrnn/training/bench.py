@@ -3,7 +3,7 @@
     python -m lrnn bench scan    [--device cpu|gpu] [--out FILE.json] [--targets-md FILE.md]
     python -m lrnn bench layer   [--device cpu|gpu] [--out FILE.json] [--d-model 256] ...
     python -m lrnn bench targets [--scan FILE.json] [--layer FILE.json] [--out FILE.md]
-    python -m lrnn bench plans   --device gpu [--out FILE.json]     (the kernel's tuning sweep)
+    python -m lrnn bench plans   --device gpu [--out FILE.jsonl]    (the kernel's tuning sweep)
 
 ``scan`` times every ``linear_scan`` method and the papers' code on complex64 inputs
 ``(B, L, N)`` with a time-invariant λ (the LRU/RotRNN case):
@@ -35,42 +35,44 @@ The copy baseline moves 1 GiB (read + write counted), median of at least 20 runs
 
 ``targets`` evaluates the GPU issue's targets on stored results and prints each as met, not met
 or not measured (never estimated). ``plans`` times the kernel's tiles and chunkings at the GPU
-shapes: the data behind ``lrnn.scan.pallas_tuning``.
+shapes: the data behind ``lrnn.scan.pallas_tuning`` (``bench_plans``).
+
+Every output (``--out``, ``--targets-md``) is checked as the command line is parsed, before any
+work (``lrnn._io.output_argument``): a new file, or one this benchmark wrote (its JSON says
+``"benchmark": <name>``; a targets table starts with :data:`TARGETS_HEADER`; a plans log's
+first record is its head), written atomically; anything else is refused in one line. A new
+subcommand registers its parser in :func:`parser` and its outputs the same way.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import datetime as _dt
-import functools
 import json
 import math
 import os
 import pathlib
-import statistics
-import subprocess
 import sys
-import time
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
 from ..scan import choose_method, linear_scan, linear_scan_planes
-from ._bench_common import (block, compile_and_memory, device_info, on_gpu,  # noqa: F401
+from .. import _io
+from ._bench_common import (COPY_BYTES, COPY_REPEATS, GPU_EXTRA_SHAPES,  # noqa: F401
+                            TARGETS_HEADER, TV_SHAPES, block, compile_and_memory,
+                            copy_bandwidth, device_info, git_commit, on_gpu, output_spec,
                             pallas_runs_here, paper_associative_scan, paper_lax_scan,
                             pick_device, target_row, time_interleaved, want_pallas_rows,
                             write_json, write_text)
-from . import bench_layer
+from ._bench_common import median_time as _median_time  # noqa: F401
+from ._bench_common import pallas_copy as _pallas_copy  # noqa: F401
+from ._bench_common import parse_shapes as _parse_shapes
+from ._bench_common import require_positive as _require_positive
+from . import bench_layer, bench_plans
 from .bench_layer import layer_targets, papers_scan, run_layer  # noqa: F401 (lrnn bench layer)
-
-#: complex64, time-invariant λ: the shapes of the GPU issue's bandwidth and speed-up targets.
-GPU_EXTRA_SHAPES = [(16, 16384, 256), (64, 4096, 256), (32, 1024, 512), (1, 65536, 64)]
-#: float32, time-varying a: the shapes of the comparison with accelerated-scan.
-TV_SHAPES = [(8, 4096, 1024), (16, 16384, 256), (1, 65536, 1024)]
-COPY_BYTES = 1 << 30
-COPY_REPEATS = 20
-
+from .bench_plans import run_plans  # noqa: F401 (lrnn bench plans)
 
 # ----------------------------------------------------------------------------------------
 # Rows of the complex64 table
@@ -173,60 +175,6 @@ def make_inputs(shape, device, seed=0):
     parts = jax.random.normal(key_b, (2, b_, length, n), jnp.float32)
     bu = lax.complex(parts[0], parts[1]) / math.sqrt(2)
     return jax.device_put(lam, device), jax.device_put(bu, device)
-
-
-def _median_time(fn, *args, repeats: int):
-    block(fn(*args))
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        block(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def _pallas_copy(x2d, *, interpret: bool):
-    """A plain copy kernel (one read, one write per element) in Pallas: the copy rate a Pallas
-    kernel can reach on this device."""
-    from jax.experimental import pallas as pl
-    rows, cols = x2d.shape
-    block = (8, cols)
-    params = None
-    if not interpret:
-        from jax.experimental.pallas import triton as plgpu
-        from ..scan.pallas_triton import quiet_triton_deprecation
-        quiet_triton_deprecation()
-        cls = getattr(plgpu, "CompilerParams", None) or plgpu.TritonCompilerParams
-        params = cls(num_warps=8, num_stages=1)
-
-    def kernel(x_ref, y_ref):
-        y_ref[...] = x_ref[...]
-    spec = pl.BlockSpec(block, lambda i: (i, 0))
-    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x2d.shape, x2d.dtype),
-                          grid=(rows // block[0],), in_specs=[spec], out_specs=spec,
-                          interpret=interpret, compiler_params=params, name="lrnn_copy")(x2d)
-
-
-def copy_bandwidth(device, nbytes: int = COPY_BYTES, repeats: int = COPY_REPEATS) -> dict:
-    """Device copy rate in GB/s, bytes read + bytes written, median of ``repeats`` runs.
-
-    Two copies: XLA's ``x * 1.0001`` and, on a GPU, a Pallas copy kernel; ``GBps`` is the
-    higher of the two (the fairer floor for "fraction of copy")."""
-    n = max(8 * 1024, nbytes // 4 // (8 * 1024) * (8 * 1024))
-    x = jax.device_put(jnp.arange(n, dtype=jnp.float32), device)
-    out = {"bytes": 4 * n, "repeats": repeats, "statistic": "median"}
-    xla = jax.jit(lambda v: v * 1.0001).lower(x).compile()
-    out["xla_mul_GBps"] = 2 * 4 * n / _median_time(xla, x, repeats=repeats) / 1e9
-    if device.platform == "gpu":
-        x2d = x.reshape(-1, 1024)
-        try:
-            kernel = jax.jit(functools.partial(_pallas_copy, interpret=False)).lower(x2d).compile()
-            out["pallas_copy_GBps"] = 2 * 4 * n / _median_time(kernel, x2d, repeats=repeats) / 1e9
-        except Exception as err:                                    # noqa: BLE001
-            out["pallas_copy_error"] = f"{type(err).__name__}: {str(err)[:200]}"
-    del x
-    out["GBps"] = max(v for k, v in out.items() if k.endswith("_GBps"))
-    return out
 
 
 def bench_scan_shape(shape, rows, device, *, repeats, copy_gbps, backward=True):
@@ -484,7 +432,7 @@ def _format_measured(t):
 
 def targets_markdown(targets, source=None):
     """``gpu_targets`` as a Markdown table: met / not met / not measured."""
-    lines = ["| target | shape (B, L, N) | measured | verdict |", "|---|---|---|---|"]
+    lines = [TARGETS_HEADER, "|---|---|---|---|"]
     for t in targets:
         shape = "×".join(map(str, t["shape"])) if t["shape"] else "–"
         if t["measured"] is None:
@@ -507,48 +455,6 @@ def describe_source(*results):
                          f"{r.get('date_utc', '?')[:10]}, `{r.get('command', '?')}`"
                          + (f"; {r['note']}" if r.get("note") else "") + ")")
     return "; ".join(parts) or None
-
-
-def git_commit():
-    """The commit the code runs from: ``$LRNN_COMMIT`` if set (a copy without .git), else
-    ``git rev-parse`` of the package's checkout, with ``+dirty`` for local changes."""
-    if os.environ.get("LRNN_COMMIT"):
-        return os.environ["LRNN_COMMIT"]
-    here = pathlib.Path(__file__).resolve().parent
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, text=True,
-                             capture_output=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=here, text=True, capture_output=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return (sha + ("+dirty" if dirty else "")) if sha else None
-
-
-def _parse_shapes(text):
-    """``"8x1024x256,1x65536x64"`` -> ``[(8, 1024, 256), (1, 65536, 64)]``."""
-    shapes = []
-    for item in text.split(","):
-        parts = item.strip().split("x")
-        try:
-            shape = tuple(int(v) for v in parts)
-        except ValueError:
-            shape = ()
-        if len(shape) != 3 or min(shape) < 1:
-            raise SystemExit(f"--shapes: got {item!r} in {text!r}, expected B×L×N with three "
-                             "positive integers, e.g. 8x1024x256")
-        shapes.append(shape)
-    return shapes
-
-
-def _require_positive(args, *names):
-    """``--repeats 0`` or ``--n -4``: a clear error naming the option and the value."""
-    for name in names:
-        value = getattr(args, name.replace("-", "_"), None)
-        values = value if isinstance(value, list) else [value]
-        for v in values:
-            if v is not None and v < 1:
-                raise SystemExit(f"--{name}: got {v!r}, expected a positive integer")
 
 
 def _int_list(text):
@@ -577,19 +483,40 @@ def load_result(path, flag, kind):
     return data
 
 
-def _check_out(path, flag="--out"):
-    """Fail before the run, not after it: the folder of ``path`` must exist."""
-    if path:
-        folder = pathlib.Path(path).expanduser().resolve().parent
-        if not folder.is_dir():
-            raise SystemExit(f"{flag}: got {path!r}, but its folder {str(folder)!r} does not "
-                             "exist (create it first; nothing was run)")
+#: What the numbers of ``lrnn bench scan``'s JSON mean (stored with them).
+SCAN_DEFINITIONS = {
+    "fwd_s": "best wall time of `repeats` forward calls after a warm-up (median beside), "
+             "each call synchronised; the rows of one shape are timed round-robin",
+    "fwdbwd_s": "best wall time of jax.vjp(scan)(cotangent): forward + backward",
+    "compile_fwd_s": "jax.jit(f).lower(...).compile() wall time, forward",
+    "fwd_GBps": "bytes that must move / fwd_s: 16 per complex64 element (b read, x "
+                "written); 12 per float32 element with a time-varying a (a, b read)",
+    "fwd_copy_fraction": "fwd_GBps / copy_bandwidth_GBps (the faster of XLA's and a "
+                         "Pallas copy of 1 GiB, median of >= 20 runs)",
+    "peak_bytes": "argument + output + temp - alias bytes of XLA's buffer assignment "
+                  "(compiled.memory_analysis())",
+    "err_vs_sequential": "max |x - x_sequential| / max |x_sequential|",
+}
+
+
+def chosen_rows(rows, methods, platform_):
+    """The rows named by ``--methods`` (labels or methods; ``None``: all)."""
+    if methods is None:
+        return rows
+    known = [r.label for r in rows]
+    keep = [m.strip() for m in methods.split(",")]
+    unknown = [m for m in keep if m not in known and m not in {r.method for r in rows}]
+    if not any(keep):
+        raise SystemExit(f"--methods: got {methods!r}, expected a comma-separated "
+                         f"subset of {known} (the rows on {platform_})")
+    if unknown:
+        raise SystemExit(f"--methods: got {unknown!r}, expected a comma-separated subset of "
+                         f"{known} (the rows on {platform_})")
+    return [r for r in rows if r.label in keep or r.method in keep]
 
 
 def run_scan(args):
     _require_positive(args, "batch", "n", "lengths", "repeats", "copy-bytes")
-    _check_out(args.out)
-    _check_out(args.targets_md, "--targets-md")
     layer = load_result(args.layer, "--layer", "layer") if args.layer else None
     if args.device == "gpu":        # leave room for the peers (PyTorch) beside JAX
         os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.6")
@@ -598,18 +525,7 @@ def run_scan(args):
     shapes = (_parse_shapes(args.shapes) if args.shapes else
               GPU_EXTRA_SHAPES + [(8, 4096, 256)] if gpu else
               [(args.batch, length, args.n) for length in args.lengths])
-    rows = scan_rows(device.platform, args.pallas)
-    known = [r.label for r in rows]
-    if args.methods is not None:
-        keep = [m.strip() for m in args.methods.split(",")]
-        unknown = [m for m in keep if m not in known and m not in {r.method for r in rows}]
-        if not any(keep):
-            raise SystemExit(f"--methods: got {args.methods!r}, expected a comma-separated "
-                             f"subset of {known} (the rows on {device.platform})")
-        if unknown:
-            raise SystemExit(f"--methods: got {unknown!r}, expected a comma-separated subset of "
-                             f"{known} (the rows on {device.platform})")
-        rows = [r for r in rows if r.label in keep or r.method in keep]
+    rows = chosen_rows(scan_rows(device.platform, args.pallas), args.methods, device.platform)
     tv_shapes = ([] if args.no_tv else _parse_shapes(args.tv_shapes) if args.tv_shapes
                  else TV_SHAPES if gpu else [])
     load_start = _loadavg()
@@ -643,19 +559,7 @@ def run_scan(args):
         "copy": copy,
         "copy_bandwidth_GBps": copy_gbps,
         "repeats": args.repeats,
-        "definitions": {
-            "fwd_s": "best wall time of `repeats` forward calls after a warm-up (median beside), "
-                     "each call synchronised; the rows of one shape are timed round-robin",
-            "fwdbwd_s": "best wall time of jax.vjp(scan)(cotangent): forward + backward",
-            "compile_fwd_s": "jax.jit(f).lower(...).compile() wall time, forward",
-            "fwd_GBps": "bytes that must move / fwd_s: 16 per complex64 element (b read, x "
-                        "written); 12 per float32 element with a time-varying a (a, b read)",
-            "fwd_copy_fraction": "fwd_GBps / copy_bandwidth_GBps (the faster of XLA's and a "
-                                 "Pallas copy of 1 GiB, median of >= 20 runs)",
-            "peak_bytes": "argument + output + temp - alias bytes of XLA's buffer assignment "
-                          "(compiled.memory_analysis())",
-            "err_vs_sequential": "max |x - x_sequential| / max |x_sequential|",
-        },
+        "definitions": SCAN_DEFINITIONS,
         "results": results,
         "tv_results": tv_results,
         "checks": scan_checks(results) + scan_checks(tv_results),
@@ -672,227 +576,12 @@ def run_scan(args):
               "(python -m lrnn bench targets prints them from a stored GPU run)")
     write_json(out, args.out)
     if args.targets_md:
-        write_text(md + "\n", args.targets_md)
+        write_text(md + "\n", args.targets_md, kind="targets", what="--targets-md")
     return out
 
 
 # ----------------------------------------------------------------------------------------
-# The tuning sweep: the kernel's tiles and chunkings, timed at the GPU shapes.
-# ----------------------------------------------------------------------------------------
-
-#: (kind, shape) swept by ``plans``: the complex64 time-invariant shapes and the float32
-#: time-varying ones of the GPU issue.
-SWEEP_SHAPES = ([("ti-complex", s) for s in GPU_EXTRA_SHAPES]
-                + [("tv-real", s) for s in TV_SHAPES])
-
-
-def sweep_tiles():
-    """Stage A of the sweep: tiles tried at the table's chunking and at one pass."""
-    from ..scan.pallas_triton import Tiles
-    return [Tiles(32, 8), Tiles(32, 16), Tiles(32, 16, prefetch=True), Tiles(32, 32),
-            Tiles(32, 32, prefetch=True), Tiles(32, 64), Tiles(64, 16, warps=2),
-            Tiles(32, 16, stages=3),
-            # the time-parallel design (TUNING.md "Next design"): W sub-blocks per program
-            Tiles(32, 16, time_warps=8), Tiles(32, 32, time_warps=8), Tiles(32, 16, time_warps=4),
-            Tiles(32, 16, time_warps=16), Tiles(32, 8, time_warps=16)]
-
-
-def _sweep_inputs(kind, shape, device):
-    g, length, n = shape
-    keys = jax.random.split(jax.random.PRNGKey(2), 4)
-    if kind == "ti-complex":
-        r = jax.random.uniform(keys[0], (n,), minval=0.9, maxval=0.999)
-        th = jax.random.uniform(keys[1], (n,), maxval=2 * math.pi)
-        a = (r * jnp.cos(th), r * jnp.sin(th))
-        b = tuple(jax.random.normal(k, shape) for k in keys[2:])
-        floor_bytes = 16 * g * length * n
-    else:
-        a = (jax.random.uniform(keys[0], shape, minval=0.9, maxval=1.0),)
-        b = (jax.random.normal(keys[1], shape),)
-        floor_bytes = 12 * g * length * n
-    return jax.device_put((a, b), device), floor_bytes
-
-
-def _time_both(compiled, args, repeats):
-    """(median of synchronised calls, mean of 10 back-to-back calls between syncs)."""
-    synced = _median_time(compiled, *args, repeats=repeats)
-    block(compiled(*args))
-    t0 = time.perf_counter()
-    for _ in range(10):
-        out = compiled(*args)
-    block(out)
-    return synced, (time.perf_counter() - t0) / 10
-
-
-def run_plans(args):
-    """Time the kernel (planes in and out) for a grid of tiles × chunk counts per shape, the
-    adjoint at the best forward plan, and the XLA methods on the same problem: the data behind
-    ``lrnn.scan.pallas_tuning``. Rows are appended to ``--out`` as JSON lines as they come."""
-    from ..scan import pallas as scan_pallas
-    from ..scan import pallas_tuning
-    _require_positive(args, "repeats", "copy-bytes", "max-tiles")
-    if not args.budget_s > 0:                                  # NaN too
-        raise SystemExit(f"--budget-s: got {args.budget_s!r}, expected a positive number of "
-                         "seconds")
-    xla = [m.strip() for m in args.xla_methods.split(",")]
-    if not all(m in ("sequential", "associative", "chunked") for m in xla):
-        raise SystemExit(f"--xla-methods: got {args.xla_methods!r}, expected a comma-separated "
-                         "subset of sequential, associative, chunked")
-    _check_out(args.out)
-    device = pick_device(args.device)
-    interpret = device.platform != "gpu"
-    if interpret and not args.interpret:
-        raise SystemExit("plans: times the Pallas kernel, which compiles only on a GPU; pass "
-                         "--interpret to smoke-test the sweep elsewhere (it then times the "
-                         "interpreter, not the kernel)")
-    todo = ([(k, s) for k in args.kinds.split(",") for s in _parse_shapes(args.shapes)]
-            if args.shapes else SWEEP_SHAPES)
-    start = time.perf_counter()
-    log = open(args.out, "a") if args.out else None
-    copy = copy_bandwidth(device, nbytes=args.copy_bytes, repeats=COPY_REPEATS)
-    head = {"benchmark": "plans", "command": "python -m lrnn bench " + " ".join(args.argv),
-            "commit": git_commit(), "device": device_info(device), "copy": copy,
-            "interpret": interpret}
-    print(json.dumps(head), flush=True)
-    if log:
-        log.write(json.dumps(head) + "\n")
-    results = []
-
-    def record(row):
-        results.append(row)
-        line = json.dumps(row)
-        print(line, flush=True)
-        if log:
-            log.write(line + "\n")
-            log.flush()
-
-    def time_plan(kind, shape, a, b, floor_bytes, tiles, chunk, reference, adjoint=False,
-                  adjoint_tiles=None):
-        adjoint_tiles = adjoint_tiles or tiles
-        row = {"kind": kind, "shape": list(shape), "tiles": dataclasses.asdict(tiles),
-               "chunk": chunk, "adjoint": adjoint}
-        if adjoint:
-            row["adjoint_tiles"] = dataclasses.asdict(adjoint_tiles)
-        try:
-            p = scan_pallas.plan(*shape, kind=kind, tiles=tiles, chunk=chunk)
-            row.update(n_chunks=p.n_chunks, chunk=p.chunk)
-
-            def fwd(a, b):
-                return scan_pallas.scan_planes(a, b, tiles=tiles, chunk=chunk,
-                                               interpret=interpret)
-
-            def fwd_adj(a, b):
-                x = fwd(a, b)
-                return scan_pallas.scan_planes(a, b, reverse=True, x=x, tiles=adjoint_tiles,
-                                               chunk=chunk, interpret=interpret)
-            fn = fwd_adj if adjoint else fwd
-            t0 = time.perf_counter()
-            compiled = jax.jit(fn).lower(a, b).compile()
-            row["compile_s"] = time.perf_counter() - t0
-            if not adjoint:
-                x = compiled(a, b)
-                ref = reference()
-                row["rel_err"] = float(max(jnp.max(jnp.abs(u - v)) for u, v in zip(x, ref))
-                                       / max(jnp.max(jnp.abs(v)) for v in ref))
-                del x
-            row["synced_s"], row["pipelined_s"] = _time_both(compiled, (a, b), args.repeats)
-            row["copy_fraction"] = floor_bytes / row["synced_s"] / 1e9 / copy["GBps"]
-            row["copy_fraction_pipelined"] = floor_bytes / row["pipelined_s"] / 1e9 / copy["GBps"]
-        except Exception as err:                                      # noqa: BLE001
-            row["error"] = f"{type(err).__name__}: {str(err)[:300]}"
-        record(row)
-        return row
-
-    for kind, shape in todo:
-        if time.perf_counter() - start > args.budget_s:
-            record({"kind": kind, "shape": list(shape), "skipped": "time budget"})
-            continue
-        (a, b), floor_bytes = _sweep_inputs(kind, shape, device)
-        cache = {}
-
-        def reference():
-            if "x" not in cache:
-                full_a = from_planes_any(a)
-                full_b = from_planes_any(b)
-                x = jax.jit(lambda a, b: linear_scan(a, b, method="associative"))(full_a, full_b)
-                cache["x"] = (jnp.real(x), jnp.imag(x)) if len(b) == 2 else (x,)
-            return cache["x"]
-
-        default = scan_pallas.plan(*shape, kind=kind)
-        with pallas_tuning.design("time-parallel"):
-            proposed = scan_pallas.plan(*shape, kind=kind, capability="9.0")
-        rows = []
-        for tiles in sweep_tiles()[:args.max_tiles]:
-            need = pallas_tuning.registers(tiles, kind, False)
-            budget = pallas_tuning.register_budget(tiles)
-            if need > budget:
-                # ptxas spills these (TUNING.md "Registers from ptxas"), and a time-parallel
-                # body that large takes Triton minutes to compile: not worth a sweep step
-                record({"kind": kind, "shape": list(shape), "tiles": dataclasses.asdict(tiles),
-                        "skipped": f"registers: about {need} a thread, over the budget of "
-                                   f"{budget}"})
-                continue
-            chunks = {default.chunk, shape[1]}
-            if tiles.time_warps > 1:           # the next design's chunking for its W
-                with pallas_tuning.design("time-parallel"):
-                    chunks.add(scan_pallas.plan(*shape, kind=kind, tiles=tiles,
-                                                capability="9.0").chunk)
-            for chunk in sorted(chunks):
-                rows.append(time_plan(kind, shape, a, b, floor_bytes, tiles, chunk, reference))
-        ok = sorted((r for r in rows if "synced_s" in r), key=lambda r: r["synced_s"])
-        lanes = shape[0] * shape[2]
-        for r in ok[:2]:
-            if time.perf_counter() - start > args.budget_s:
-                break
-            tiles = type(default.tiles)(**r["tiles"])
-            for factor in (0.25, 0.5, 2.0, 4.0):
-                n_chunks = max(1, round(r["n_chunks"] * factor))
-                chunk = -(-shape[1] // n_chunks)
-                rows_per_block = tiles.unroll * tiles.time_warps
-                chunk = -(-chunk // rows_per_block) * rows_per_block
-                if n_chunks == r["n_chunks"] or chunk < 64 or \
-                        any(x["tiles"] == r["tiles"] and x.get("chunk") == chunk for x in rows):
-                    continue
-                rows.append(time_plan(kind, shape, a, b, floor_bytes, tiles, chunk, reference))
-        ok = sorted((r for r in rows if "synced_s" in r), key=lambda r: r["synced_s"])
-        if ok:
-            best = ok[0]
-            best_tiles = type(default.tiles)(**best["tiles"])
-            # the adjoint holds more per row: the best forward tiles, shrunk to its budget
-            adjoint_tiles = pallas_tuning.fit_registers(best_tiles, kind, True)
-            time_plan(kind, shape, a, b, floor_bytes, best_tiles, best["chunk"], reference,
-                      adjoint=True, adjoint_tiles=adjoint_tiles)
-            record({"kind": kind, "shape": list(shape), "lanes": lanes, "best": best,
-                    "default_plan": dataclasses.asdict(default.tiles) | {"chunk": default.chunk},
-                    "time_parallel_plan": dataclasses.asdict(proposed.tiles)
-                    | {"chunk": proposed.chunk}})
-        # The XLA methods on the same problem, arrays in and out (complex64 for complex kinds).
-        full_a, full_b = from_planes_any(a), from_planes_any(b)
-        for method in [m.strip() for m in args.xla_methods.split(",")] + ["pallas"]:
-            if not method:
-                continue
-            row = {"kind": kind, "shape": list(shape), "method": method}
-            try:
-                fn = (lambda m: lambda a, b: linear_scan(a, b, method=m))(method)
-                t0 = time.perf_counter()
-                compiled = jax.jit(fn).lower(full_a, full_b).compile()
-                row["compile_s"] = time.perf_counter() - t0
-                row["synced_s"], row["pipelined_s"] = _time_both(compiled, (full_a, full_b),
-                                                                 args.repeats)
-                row["copy_fraction"] = floor_bytes / row["synced_s"] / 1e9 / copy["GBps"]
-            except Exception as err:                                  # noqa: BLE001
-                row["error"] = f"{type(err).__name__}: {str(err)[:300]}"
-            record(row)
-    if log:
-        log.close()
-    print(f"plans: {len(results)} rows in {time.perf_counter() - start:.0f} s")
-    return {"head": head, "results": results}
-
-
-def from_planes_any(planes):
-    return lax.complex(*planes) if len(planes) == 2 else planes[0]
-
-
+# The command line
 # ----------------------------------------------------------------------------------------
 
 def _loadavg():
@@ -900,12 +589,27 @@ def _loadavg():
 
 
 def parser():
+    """``lrnn bench``'s parser: one subparser per benchmark, each registered by its module
+    (``scan`` and ``targets`` here, ``layer`` in bench_layer, ``plans`` in bench_plans)."""
     p = argparse.ArgumentParser(prog="lrnn bench", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
+    add_scan_parser(sub)
+    bench_layer.add_parser(sub)
+    bench_plans.add_parser(sub)
+    add_targets_parser(sub)
+    return p
+
+
+build_parser = parser
+
+
+def add_scan_parser(sub):
     s = sub.add_parser("scan", help="time and memory of every linear_scan method")
     s.add_argument("--device", choices=["cpu", "gpu"], default=None)
-    s.add_argument("--out", default=None, help="write the results as JSON here")
-    s.add_argument("--targets-md", default=None, help="write the targets table (Markdown) here")
+    _io.output_argument(s, "--out", default=None, help="write the results as JSON here",
+                        **output_spec("scan"))
+    _io.output_argument(s, "--targets-md", default=None,
+                        help="write the targets table (Markdown) here", **output_spec("targets"))
     s.add_argument("--layer", default=None,
                    help="`lrnn bench layer` JSON to evaluate the layer targets with")
     s.add_argument("--batch", type=int, default=8)
@@ -924,22 +628,9 @@ def parser():
                         "auto: on a GPU where it runs; yes: also on a CPU, in Pallas interpret "
                         "mode (slow, for testing)")
     s.set_defaults(run=run_scan)
-    bench_layer.add_parser(sub)
-    pp = sub.add_parser("plans", help="the kernel's tuning sweep (tiles × chunks per shape)")
-    pp.add_argument("--device", choices=["cpu", "gpu"], default=None)
-    pp.add_argument("--out", default=None, help="append JSON lines here")
-    pp.add_argument("--shapes", default=None, help="default: the GPU issue's shapes")
-    pp.add_argument("--kinds", default="ti-complex", help="with --shapes: ti-complex, tv-real, ...")
-    pp.add_argument("--xla-methods", default="associative,chunked")
-    pp.add_argument("--repeats", type=int, default=10)
-    pp.add_argument("--copy-bytes", type=int, default=COPY_BYTES)
-    pp.add_argument("--max-tiles", type=int, default=99,
-                    help="try only the first tiles of the sweep (smoke tests)")
-    pp.add_argument("--budget-s", type=float, default=240.0,
-                    help="stop starting new shapes after this many seconds")
-    pp.add_argument("--interpret", action="store_true",
-                    help="allow a run without a GPU (interpret mode; smoke test only)")
-    pp.set_defaults(run=run_plans)
+
+
+def add_targets_parser(sub):
     t = sub.add_parser("targets", help="the GPU issue's targets, evaluated on stored JSON results")
     t.add_argument("--scan", default=None,
                    help="JSON written by `lrnn bench scan --out` (default: "
@@ -947,13 +638,12 @@ def parser():
     t.add_argument("--layer", default=None,
                    help="JSON written by `lrnn bench layer --out` (default: "
                         "book/data/bench_layer_gpu.json if present)")
-    t.add_argument("--out", default=None, help="also write the table (Markdown) here")
+    _io.output_argument(t, "--out", default=None, help="also write the table (Markdown) here",
+                        **output_spec("targets"))
     t.set_defaults(run=run_targets)
-    return p
 
 
 def run_targets(args):
-    _check_out(args.out)
     loaded = {}
     for name in ("scan", "layer"):
         path = getattr(args, name)
@@ -966,7 +656,7 @@ def run_targets(args):
     md = targets_markdown(targets, describe_source(loaded.get("scan"), loaded.get("layer")))
     print(md)
     if args.out:
-        write_text(md + "\n", args.out)
+        write_text(md + "\n", args.out, kind="targets")
     return targets
 
 

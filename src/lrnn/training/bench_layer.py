@@ -28,8 +28,10 @@ from .. import layers, model as model_lib, orthogonal
 from .. import scan as scan_lib
 from ..layers import ornn
 from ..scan import choose_method, pallas_tuning
-from ._bench_common import (compile_and_memory, device_info, on_gpu, paper_scan, pick_device,
-                            target_row, time_interleaved, want_pallas_rows, write_json)
+from .. import _io
+from ._bench_common import (compile_and_memory, device_info, on_gpu, output_spec, paper_scan,
+                            pick_device, target_row, time_interleaved, want_pallas_rows,
+                            write_json)
 
 
 # ----------------------------------------------------------------------------------------
@@ -457,7 +459,8 @@ def add_parser(subparsers):
         "layer", help="LRU/RotRNN layers against the papers' scan, and a training step of every "
                       "recurrent model of the course")
     la.add_argument("--device", choices=["cpu", "gpu"], default=None)
-    la.add_argument("--out", default=None)
+    _io.output_argument(la, "--out", default=None, help="write the results as JSON here",
+                        **output_spec("layer"))
     la.add_argument("--d-model", type=int, default=None,
                     help="layer rows: default 256 on GPU, 64 on CPU; model rows: 128")
     la.add_argument("--d-state", type=int, default=None,

@@ -175,11 +175,14 @@ def check_outputs(suite_name: str, names, out_dir, checkpoint_dir=None):
         _io.check_destination(record_path(out_dir, suite_name, n), suffixes=(".json",),
                               what="out", owned_by=_io.json_has_keys(*RECORD_KEYS),
                               command="lrnn experiments run (a run record)")
+    runs = suite(suite_name) if checkpoint_dir is not None else {}
     for n in names:
         if checkpoint_dir is not None and os.path.isdir(checkpoint_dir):
             from .train import check_outputs as check_train
-            check_train(TrainConfig(checkpoint=os.path.join(checkpoint_dir,
-                                                            f"{suite_name}__{n}.npz")))
+            # the run's own config: a checkpoint is resumed only by the run that wrote it
+            check_train(dataclasses.replace(
+                runs[n], checkpoint=os.path.join(checkpoint_dir, f"{suite_name}__{n}.npz"),
+                checkpoint_every=runs[n].eval_every))
 
 
 def run_one(suite_name: str, name: str, cfg: TrainConfig, out_dir: str, *, progress=True,
@@ -383,14 +386,16 @@ def main(argv=None):
                    help="directory of the stored JSON files")
     r = sub.add_parser("run", help="run a suite")
     r.add_argument("suite", help=f"one of {', '.join(SUITES)}")
-    r.add_argument("--out", default=os.path.join("book", "data", "results"),
-                   help="directory for the JSON files")
+    _io.output_argument(r, "--out", default=os.path.join("book", "data", "results"),
+                        folder=True, command="lrnn experiments run",
+                        help="directory for the JSON files")
     r.add_argument("--only", nargs="+", default=None, metavar="NAME",
                    help="run only these run names (at least one)")
     r.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    r.add_argument("--checkpoint-dir", default=None,
-                   help="checkpoint every run here at each evaluation and resume from it when "
-                        "started again (to split long runs over several sessions)")
+    _io.output_argument(r, "--checkpoint-dir", default=None, folder=True,
+                        command="lrnn experiments run",
+                        help="checkpoint every run here at each evaluation and resume from it "
+                             "when started again (to split long runs over several sessions)")
     args = p.parse_args(argv)
     if args.cmd == "list":
         for name, (fn, desc) in SUITES.items():

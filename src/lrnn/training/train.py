@@ -17,6 +17,12 @@ Command line (``lrnn train --help`` explains every flag)::
 Before any step is trained the run checks where it will write (``--out``, ``--checkpoint``):
 the folder exists, the suffix is right, and an existing file there is an earlier output of
 ``lrnn train``; the checkpoint is locked while the run uses it. Writes are atomic.
+
+Resuming means continuing: a run started again with its ``--checkpoint`` goes on from the
+checkpoint's step, and with more ``--steps`` it continues past its old end (the learning-rate
+schedule is then the new run's, from that step on). Any other option that differs from the
+checkpoint's is refused before any work, in one line naming it with the stored and the new
+value. Ctrl-C stops a run with one line saying which checkpoint was kept (exit status 130).
 """
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ import json
 import math
 import numbers
 import os
+import re
 import sys
 import time
 import warnings
@@ -99,7 +106,9 @@ class TrainConfig:
     eval_every: int = _f(100, "evaluate on the test set every this many steps (and at the end)")
     eval_batch: int = _f(250, "batch size for evaluation")
     seed: int = _f(0, "random seed (parameters, data, dropout)")
-    checkpoint: str | None = _f(None, "checkpoint file (.npz): resumed from if it exists, written every --checkpoint-every steps")
+    checkpoint: str | None = _f(None, "checkpoint file (.npz): resumed from if it exists (more "
+                                      "--steps continue the run), written every "
+                                      "--checkpoint-every steps")
     checkpoint_every: int = _f(0, "write the checkpoint every this many steps (0: only at the end)")
     out: str | None = _f(None, "write the metrics history here (.json or .csv)")
 
@@ -347,6 +356,10 @@ def _read_checkpoint(path):
         _bad_checkpoint(path, f"its metadata cannot be read ({err})")
     if not isinstance(meta, dict) or not {"history", "config", "pending"} <= set(meta):
         _bad_checkpoint(path, "its metadata lacks 'history', 'config' or 'pending'")
+    if not 0 <= step <= MAX_STEPS:
+        _bad_checkpoint(path, f"its field 'step' is {step}, expected a step in 0 .. {MAX_STEPS:.0e}")
+    if not isinstance(meta["config"], dict):
+        _bad_checkpoint(path, "its field 'config' is not a dictionary of options")
     return step, meta, arrays
 
 
@@ -410,6 +423,43 @@ def is_history(path) -> bool:
     return _io.json_has_keys(*HISTORY_KEYS)(path)
 
 
+#: Options that may change between the run that wrote a checkpoint and the run that resumes
+#: it: where it writes, and (:func:`check_resume`) ``steps``, which continues the run.
+RESUMABLE = ("checkpoint", "checkpoint_every", "out", "steps")
+
+
+def config_changes(saved: dict, cfg: TrainConfig) -> list[tuple[str, object, object]]:
+    """``(option, stored value, this run's value)`` for every option of ``cfg`` that differs
+    from the ``saved`` config of a checkpoint, outside :data:`RESUMABLE` (a flag added since
+    the checkpoint was written counts at its default)."""
+    saved = {**TrainConfig().to_dict(), **upgrade_config(saved)}
+    now = cfg.to_dict()
+    return [(k, saved.get(k), v) for k, v in now.items()
+            if k not in RESUMABLE and saved.get(k) != v]
+
+
+def check_resume(cfg: TrainConfig, step: int, saved: dict):
+    """A checkpoint at ``step`` with config ``saved`` can be resumed by ``cfg``: the same
+    options but for :data:`RESUMABLE` (more ``steps`` continue the run), and a step no later
+    than ``cfg.steps``. Else a CheckpointError naming the file, the option, the stored and the
+    new value."""
+    changes = config_changes(saved, cfg)
+    if changes:
+        listed = "; ".join(f"`{k}` {_show(old)} (this run: {_show(new)})"
+                           for k, old, new in changes)
+        _bad_checkpoint(cfg.checkpoint, f"it was written by a run with {listed}. Give the "
+                                         "stored value to resume it")
+    if step > cfg.steps:
+        _bad_checkpoint(cfg.checkpoint, f"its field 'step' is {step}, past this run's `steps` "
+                                         f"{cfg.steps}. Give `steps` {step} or more to resume "
+                                         "it")
+
+
+def _show(value) -> str:
+    return "none" if value is None else str(value).lower() if isinstance(value, bool) \
+        else str(value)
+
+
 def check_outputs(cfg: TrainConfig):
     """Check ``cfg.out`` and ``cfg.checkpoint`` before any work (see :mod:`lrnn._io`): each
     in an existing, writable folder, with the right suffix, not a folder, and, if it exists,
@@ -422,7 +472,8 @@ def check_outputs(cfg: TrainConfig):
         _io.check_destination(cfg.checkpoint, suffixes=(".npz",), what="checkpoint",
                               owned_by=lambda p: True, command="lrnn train")
         if os.path.exists(cfg.checkpoint):
-            _read_checkpoint(cfg.checkpoint)
+            step, meta, _ = _read_checkpoint(cfg.checkpoint)
+            check_resume(cfg, step, meta["config"])
         if cfg.out is not None and os.path.abspath(cfg.out) == os.path.abspath(cfg.checkpoint):
             fail("out", cfg.out, "a file other than --checkpoint")
 
@@ -514,19 +565,8 @@ def _train(cfg, *, task, progress, callback, stop_after):
     mcfg = model_config(cfg, task)
     params, state = model_lib.init(jax.random.PRNGKey(cfg.seed), mcfg)
     tx = make_optimizer(cfg, model_lib.recurrent_mask(params, mcfg))
-    opt_state = tx.init(params)
-    history = {k: [] for k in HISTORY_KEYS}
-    start, pending = 0, {"loss": [], "metric": []}
+    start, (params, state, opt_state), history, pending = _resume(cfg, params, state, tx)
     config_dict = cfg.to_dict()
-    if cfg.checkpoint and os.path.exists(cfg.checkpoint):
-        start, (params, state, opt_state), meta = load_checkpoint(
-            cfg.checkpoint, (params, state, opt_state))
-        history, saved, pending = meta["history"], meta["config"], meta["pending"]
-        saved = {**TrainConfig().to_dict(), **upgrade_config(saved)}   # new flags: defaults
-        keep = ("checkpoint", "checkpoint_every", "out")
-        if {k: v for k, v in saved.items() if k not in keep} != \
-                {k: v for k, v in config_dict.items() if k not in keep}:
-            fail("cfg", "a different configuration", f"the configuration saved in {cfg.checkpoint}")
     key = (mcfg, task.kind, task.score_last, cfg.lr, cfg.lr_factor, cfg.weight_decay,
            cfg.warmup_frac, cfg.steps, cfg.clip)
     train_step, eval_batch = _make_fns(mcfg, task, tx, key)
@@ -589,18 +629,37 @@ def _train(cfg, *, task, progress, callback, stop_after):
         checkpoint(end)
     if cfg.out:
         save_history(history, cfg.out)
-    metric_hist = history["test_metric"]
-    best_fn = min if task.metric == "mse" else max
     result = {
         "params": params, "state": state, "history": history, "model_config": mcfg,
         "task": task, "n_params": model_lib.count_params(params), "steps_run": end - start,
-        "final": ({"step": history["step"][-1], "test_loss": history["test_loss"][-1],
-                   f"test_{task.metric}": metric_hist[-1]} if metric_hist else {}),
-        "best": ({f"test_{task.metric}": best_fn(metric_hist)} if metric_hist else {}),
+        **_final_and_best(history, task.metric),
         "wall_time_s": time.perf_counter() - t_start,
         "time_per_step_s": step_time / timed_steps if timed_steps else float("nan"),
     }
     return result
+
+
+def _resume(cfg, params, state, tx):
+    """``(start step, (params, state, opt_state), history, pending losses)``: fresh, or read
+    from ``cfg.checkpoint`` when it exists (more ``steps`` continue the run)."""
+    opt_state = tx.init(params)
+    if not (cfg.checkpoint and os.path.exists(cfg.checkpoint)):
+        return 0, (params, state, opt_state), {k: [] for k in HISTORY_KEYS}, \
+            {"loss": [], "metric": []}
+    start, trees, meta = load_checkpoint(cfg.checkpoint, (params, state, opt_state))
+    check_resume(cfg, start, meta["config"])
+    return start, trees, meta["history"], meta["pending"]
+
+
+def _final_and_best(history, metric: str) -> dict:
+    """The last evaluation and the best test metric of ``history`` (empty before any)."""
+    values = history["test_metric"]
+    if not values:
+        return {"final": {}, "best": {}}
+    best = min if metric == "mse" else max
+    return {"final": {"step": history["step"][-1], "test_loss": history["test_loss"][-1],
+                      f"test_{metric}": values[-1]},
+            "best": {f"test_{metric}": best(values)}}
 
 
 # ------------------------------------------------------------------------------------------
@@ -643,11 +702,58 @@ def build_parser() -> argparse.ArgumentParser:
         base = f.type if not isinstance(f.type, str) else f.type.split(" |")[0]
         kind = {"int": _int_arg, "float": float, "str": str}[base]
         parse = _parse_optional(kind) if "None" in str(f.type) else kind
+        if name in OUTPUT_SPECS:           # checked as it is parsed: lrnn._io.output_argument
+            _io.output_argument(p, flag, default=f.default, help=f.metadata["help"],
+                                **OUTPUT_SPECS[name])
+            continue
         p.add_argument(flag, type=parse, default=f.default, help=f.metadata["help"])
     for old, new in RENAMED.items():
         p.add_argument("--" + old, dest=new, action=_DeprecatedFlag, help=argparse.SUPPRESS)
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return p
+
+
+#: ``--out`` and ``--checkpoint``: what each accepts (:func:`lrnn._io.output_argument`). A
+#: checkpoint that exists is read by :func:`check_outputs`, which names what is wrong with it.
+OUTPUT_SPECS = {
+    "out": dict(suffixes=HISTORY_SUFFIXES, owned_by=is_history,
+                command="lrnn train (a history)"),
+    "checkpoint": dict(suffixes=(".npz",), owned_by=lambda path: True, command="lrnn train"),
+}
+
+
+def task_size_problem(cfg: TrainConfig) -> str | None:
+    """What is wrong with the task's sizes, in the command line's words (``--seq-len``,
+    ``--copy-k``), or None; checked before any work (``lrnn.training.data`` checks the same
+    with the library's names)."""
+    T = cfg.seq_len
+    if cfg.task in ("smnist", "psmnist"):
+        if T not in (None, 784):
+            return (f"--seq-len: got {T}, but --task {cfg.task} reads MNIST pixel by pixel: "
+                    "its length is 784 (leave --seq-len out)")
+        return None
+    if cfg.task == "listops":
+        if T is not None and T < 4:
+            return f"--seq-len: got {T}, expected at least 4 for --task listops (its longest expression)"
+        return None
+    if T is not None and T < 2:
+        what = "the delay between the symbols and the marker" if cfg.task == "copying" else \
+            "the number of steps"
+        return f"--seq-len: got {T}, expected at least 2 for --task {cfg.task} ({what})"
+    delay = 500 if T is None else T
+    if cfg.task == "copying" and cfg.copy_k > delay:
+        return (f"--copy-k: got {cfg.copy_k}, expected at most the delay --seq-len "
+                f"{delay}{' (its default)' if T is None else ''} for --task copying")
+    return None
+
+
+_BACKTICKED = re.compile(r"`(\w+)`")
+
+
+def as_flags(message: str) -> str:
+    """A library message in the command line's words: `` `seq_len` `` -> ``--seq-len``."""
+    return _BACKTICKED.sub(lambda m: "--" + m[1].replace("_", "-") if m[1] in FLAGS
+                           else m.group(0), message)
 
 
 def _refuse_unused_flags(parser, argv, cfg: TrainConfig):
@@ -686,18 +792,39 @@ def main(argv=None) -> dict:
     try:
         cfg = config_from_args(args)
         _refuse_unused_flags(parser, argv, cfg)
+        problem = task_size_problem(cfg)
+        if problem:
+            parser.error(problem)
         check_outputs(cfg)
     except ValueError as err:
-        parser.error(str(err))
+        parser.error(as_flags(str(err)))
     try:
         result = train(cfg, progress=not args.no_progress)
     except (TrainingDiverged, _io.DestinationError, CheckpointError) as err:
-        raise SystemExit(f"lrnn train: error: {err}")
+        raise SystemExit(f"lrnn train: error: {as_flags(str(err))}")
+    except KeyboardInterrupt:
+        print(f"\nlrnn train: interrupted; {kept_after_interrupt(cfg)}", file=sys.stderr)
+        raise SystemExit(130) from None
+    per_step = result["time_per_step_s"]
     summary = {"n_params": result["n_params"], "final": result["final"], "best": result["best"],
-               "wall_time_s": round(result["wall_time_s"], 2),
-               "time_per_step_s": result["time_per_step_s"], "device": jax.devices()[0].device_kind}
+               "steps_run": result["steps_run"], "wall_time_s": round(result["wall_time_s"], 2),
+               "time_per_step_s": per_step if math.isfinite(per_step) else None,
+               "device": jax.devices()[0].device_kind}
     print(json.dumps(summary, indent=1))
     return result
+
+
+def kept_after_interrupt(cfg: TrainConfig) -> str:
+    """One line: what an interrupted run leaves (its checkpoint, written atomically, is the
+    last one complete)."""
+    if not cfg.checkpoint:
+        return "nothing was kept (no --checkpoint); the run starts from step 0 next time"
+    try:
+        step, _, _ = _read_checkpoint(cfg.checkpoint)
+    except (CheckpointError, OSError):
+        return f"no checkpoint was written yet ({cfg.checkpoint} holds none)"
+    return (f"checkpoint at step {step} kept in {cfg.checkpoint}; the same command resumes "
+            "from there")
 
 
 if __name__ == "__main__":

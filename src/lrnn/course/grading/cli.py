@@ -71,5 +71,22 @@ def main(argv=None) -> int:
     except GradeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"\nlrnn grade: interrupted; {_kept(args.out)}", file=sys.stderr)
+        return 130
     return 0
+
+
+def _kept(out) -> str:
+    """What an interrupted grading leaves: the gradebook is rewritten atomically after each
+    submission, so it holds every submission graded before the interrupt."""
+    from .gradebook import read_gradebook
+    try:
+        rows = read_gradebook(out)
+    except (GradeError, OSError):
+        return f"the gradebook {out} was not changed"
+    if not rows:
+        return "no submission was graded yet, nothing was written"
+    return (f"{len(rows)} graded submission(s) kept in {out}; the same command grades the "
+            "rest")
 
