@@ -50,7 +50,7 @@ import jax.numpy as jnp
 
 from .._validate import (fail, require_bool, require_choice, require_key, require_params,
                          require_positive_int)
-from .._validate import renamed_keywords, require_sequence
+from .._validate import as_real_array, renamed_keywords, require_sequence
 from ..orthogonal import (check_reflections, compact_wy, eq9_mask, reflect_identity,
                           reflect_vectors, reflection_columns, require_reflection_count)
 
@@ -343,9 +343,11 @@ def step_state(params, state, u_t, *, activation: str = "leaky_relu"):
     """``step`` with the state contract of every layer: ``({"h": h_t}, h_t)`` from
     ``state = {"h": h_{t-1}}`` ``(..., n)`` and ``u_t`` ``(..., d_in)`` (oRNN eq. 1 with
     ``W`` by Algorithm 1; the output of the layer is its hidden state)."""
-    n, _, _ = _check_params(params)
-    x_t = jnp.asarray(u_t)
-    h = _check_state(state, x_t.shape[:-1] if x_t.ndim else (), n)
+    n, _, d_in = _check_params(params)
+    x_t = as_real_array("u_t", u_t, "(..., d_model)")
+    if x_t.ndim < 1 or x_t.shape[-1] != d_in:
+        fail("u_t", x_t, f"shape (..., d_model) with d_model = {d_in}")
+    h = _check_state(state, x_t.shape[:-1], n)
     h = step(params, h, x_t, activation=activation)
     return {"h": h}, h
 
