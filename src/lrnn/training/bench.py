@@ -61,7 +61,7 @@ from ._bench_common import (block, compile_and_memory, device_info, on_gpu,  # n
                             pallas_runs_here, paper_associative_scan, paper_lax_scan,
                             pick_device, target_row, time_interleaved, want_pallas_rows,
                             write_json, write_text)
-from . import bench_layer
+from . import bench_layer, bench_step
 from .bench_layer import layer_targets, papers_scan, run_layer  # noqa: F401 (lrnn bench layer)
 
 #: complex64, time-invariant λ: the shapes of the GPU issue's bandwidth and speed-up targets.
@@ -925,6 +925,7 @@ def parser():
                         "mode (slow, for testing)")
     s.set_defaults(run=run_scan)
     bench_layer.add_parser(sub)
+    bench_step.add_parser(sub)
     pp = sub.add_parser("plans", help="the kernel's tuning sweep (tiles × chunks per shape)")
     pp.add_argument("--device", choices=["cpu", "gpu"], default=None)
     pp.add_argument("--out", default=None, help="append JSON lines here")
