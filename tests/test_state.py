@@ -160,8 +160,8 @@ def test_no_initial_is_a_zero_initial(rng):
 
 
 @pytest.mark.parametrize("bad,match", [
-    (np.zeros((3,), np.float32), r"`initial`: got an array of shape \(3,\).*expected shape \(2, 3\)"),
-    (np.zeros((2, 5, 3), np.float32), r"`initial`: got an array of shape \(2, 5, 3\).*shape \(2, 3\)"),
+    (np.zeros((3,), np.float32), r"`initial`: got an array of shape \(3,\).*shape \(2, 3\)"),
+    (np.zeros((2, 5, 3), np.float32), r"`initial`: got an array of shape \(2, 5, 3\).*\(2, 3\)"),
     (np.zeros((1, 3), np.float32), r"`initial`.*\(1, 3\).*expected shape \(2, 3\)"),
     (np.zeros((2, 3), np.complex64), r"`initial`.*complex64.*promotes into the scan's float32"),
     (np.zeros((2, 3), bool), r"`initial`.*not booleans"),

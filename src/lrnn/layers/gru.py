@@ -12,6 +12,10 @@ the input parts of all gates (``W_z``, ``W_r``, ``W_rot`` and the ``x_t`` column
 for every time step before the scan, then per step one fused product of ``h_{t-1}`` with the
 stacked recurrent weights of ``z``, ``r`` and the angles, and one of ``r_t`` with the ``r``
 columns of ``W_h`` (``r_t`` depends on the first product, so the two cannot be fused).
+
+State in, state out: the state is ``{"h": h_t}`` of shape ``(..., n)`` (``init_state``: zeros);
+``step`` runs one input with the same fused products as ``apply``, and ``apply(..., state=s,
+return_state=True)`` a chunk from it.
 """
 from __future__ import annotations
 

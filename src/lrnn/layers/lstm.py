@@ -13,6 +13,10 @@ on ``h_{t-1}``, so the recurrence is not linear in the state and cannot use a pa
 ``apply`` runs ``lax.scan`` over time, with the input part of every gate computed for all steps
 before the scan and one fused ``h_{t-1}`` product per step (see ``lrnn.layers._gated``). The GRU
 pair is in ``lrnn.layers.gru``.
+
+State in, state out: the state is ``{"h": h_t, "c": c_t}``, each ``(..., n)`` (``init_state``:
+zeros); ``step`` runs one input with the same fused products as ``apply``, and
+``apply(..., state=s, return_state=True)`` a chunk from it.
 """
 from __future__ import annotations
 

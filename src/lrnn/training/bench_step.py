@@ -16,7 +16,7 @@ For every registered layer that can step (``Layer.step``), on the machine it run
 
 The peer is single-head causal softmax attention of the same width ``d_model`` decoding with a
 key/value cache: at step ``t`` it projects the new input to ``q, k, v``, writes ``k, v`` into
-slot ``t`` of the cache (donated, so in place) and attends over the ``t + 1`` cached positions.
+slot ``t`` of the cache (donated, so in place) and attends over the ``t + 1`` positions.
 ``cache_bytes`` (keys and values) and ``step_us`` at each step of ``--attention-steps`` grow
 with ``t``; the recurrent layers' rows do not.
 
@@ -161,16 +161,23 @@ def attention_init(key, d):
 
 
 def attention_step(params, cache, x_t, t):
-    """One decode step of causal softmax attention at position ``t``: write ``k_t, v_t`` into
-    slot ``t`` of ``cache = {"k", "v"}`` (each ``(B, T, d)``, ``T > t``), attend over slots
-    ``0 … t``. Returns ``(cache, y_t)``, ``y_t`` of shape ``(B, d)``."""
-    q = x_t @ params["W_q"]
-    k = cache["k"].at[:, t].set(x_t @ params["W_k"])
-    v = cache["v"].at[:, t].set(x_t @ params["W_v"])
-    scores = jnp.einsum("bd,btd->bt", q, k) / math.sqrt(q.shape[-1])
-    scores = jnp.where(jnp.arange(k.shape[1]) <= t, scores, -jnp.inf)
-    y = jnp.einsum("bt,btd->bd", jax.nn.softmax(scores, axis=-1), v) @ params["W_o"]
-    return {"k": k, "v": v}, y
+    """One decode step of causal softmax attention at position ``t``: attend from
+    ``q_t`` over the cached keys and values of slots ``0 … t-1`` of ``cache = {"k", "v"}``
+    (each ``(B, T, d)``, ``T > t``) and the new ``k_t, v_t``, then write ``k_t, v_t`` into slot
+    ``t``. Returns ``(cache, y_t)``, ``y_t`` of shape ``(B, d)``. (Reading the cache before the
+    write keeps XLA from fusing the write into the products, which made them many times slower
+    on a CPU.)"""
+    q, k_t, v_t = (x_t @ params[w] for w in ("W_q", "W_k", "W_v"))
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    past = jnp.einsum("bd,btd->bt", q, cache["k"]) * scale
+    past = jnp.where(jnp.arange(cache["k"].shape[1]) < t, past, -jnp.inf)
+    now = jnp.sum(q * k_t, axis=-1, keepdims=True) * scale
+    top = jnp.maximum(jnp.max(past, axis=-1, keepdims=True), now)
+    e_past, e_now = jnp.exp(past - top), jnp.exp(now - top)       # softmax over past and now
+    y = (jnp.einsum("bt,btd->bd", e_past, cache["v"]) + e_now * v_t) / (
+        jnp.sum(e_past, axis=-1, keepdims=True) + e_now)
+    cache = {"k": cache["k"].at[:, t].set(k_t), "v": cache["v"].at[:, t].set(v_t)}
+    return cache, y @ params["W_o"]
 
 
 def attention_row(t, args, key):
