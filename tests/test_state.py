@@ -470,3 +470,39 @@ def test_model_refuses_what_cannot_run_online():
         model.step(params, bn, {"blocks": carry["blocks"][:1]}, x[:, 0], cfg)
     with pytest.raises(ValueError, match=r"`x_t`: got an array of shape \(2, 12, 1\)"):
         model.step(params, bn, carry, x[..., :1], cfg)
+
+
+def test_lru_step_is_the_papers_equation_in_float64(x64):
+    """LRU eq. 3 with Λ = diag(λ), the §3.4 normalisation and y = Re(C x) + D u, by NumPy."""
+    spec, params = _layer("lru", np.float64)
+    p = {k: np.asarray(v) for k, v in params.items()}
+    state = _random_state(spec.init_state(params, (BATCH,)))
+    u_t = np.random.default_rng(1).normal(size=(BATCH, D_MODEL))
+    lam = np.exp(-np.exp(p["nu_log"]) + 1j * np.exp(p["theta_log"]))
+    gamma = np.exp(p["gamma_log"])
+    x = lam * np.asarray(state["x"]) + (gamma[:, None] * (p["B_re"] + 1j * p["B_im"]) @ u_t.T).T
+    y = (x @ (p["C_re"] + 1j * p["C_im"]).T).real + p["D"] * u_t
+    new, y_t = spec.step(params, state, u_t)
+    np.testing.assert_allclose(new["x"], x, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(y_t, y, rtol=1e-12, atol=1e-12)
+
+
+def test_rotrnn_step_is_the_papers_equation_in_float64(x64):
+    """RotRNN eq. 6, x_t = γ P D(θ) Pᵀ x_{t-1} + ξ B u_t, with P = expm(M - Mᵀ), by NumPy/SciPy."""
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    spec, params = _layer("rotrnn", np.float64)
+    p = {k: np.asarray(v) for k, v in params.items()}
+    state = _random_state(spec.init_state(params, (BATCH,)))
+    u_t = np.random.default_rng(1).normal(size=(BATCH, D_MODEL))
+    gam = np.exp(-np.exp(p["nu_log"]))
+    xi = np.sqrt((1 - gam ** 2) / np.sum(p["B"] ** 2, axis=(1, 2)))
+    x_new = np.zeros((BATCH, 2, 2))
+    for h in range(2):
+        P = scipy_linalg.expm(p["M"][h] - p["M"][h].T)
+        c, s = np.cos(p["theta"][h, 0]), np.sin(p["theta"][h, 0])
+        A = P @ np.array([[c, -s], [s, c]]) @ P.T
+        x_new[:, h] = (gam[h] * A @ np.asarray(state["x"])[:, h].T).T + xi[h] * u_t @ p["B"][h].T
+    y = x_new.reshape(BATCH, 4) @ p["C"].T + p["D"] * u_t
+    new, y_t = spec.step(params, state, u_t)
+    np.testing.assert_allclose(new["x"], x_new, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(y_t, y, rtol=1e-10, atol=1e-12)
