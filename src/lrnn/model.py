@@ -15,6 +15,15 @@ it back to ``H``. The GLU (Dauphin et al.
 Parameters are plain nested dicts/lists; BatchNorm running statistics live in a separate
 ``state`` pytree so that :func:`apply` is pure: ``out, new_state = apply(params, state, x,
 config, train=..., key=...)``.
+
+Online inference (a causal model with pool ``last`` or ``none``): the recurrent states of the
+blocks' layers form the ``carry`` (named so because ``state`` is the BatchNorm statistics)::
+
+    carry = init_carry(params, cfg, (B,))
+    carry, out_t = step(params, state, carry, x_t, cfg)          # one step, (B, d_output)
+    out, state, carry = apply(params, state, x_chunk, cfg, carry=carry, return_carry=True)
+
+Each step costs the same at step 10 and 10^6 and the carry's size does not grow.
 """
 from __future__ import annotations
 
@@ -162,9 +171,12 @@ def _layer_init(key, cfg: ModelConfig):
     return spec.init(key, cfg.d_model, cfg.d_state, **_options(cfg, spec.init_options))
 
 
-def _layer_apply(params, u, cfg: ModelConfig):
+def _layer_apply(params, u, cfg: ModelConfig, carry=None, stateful=False):
     spec = cfg.spec
-    return spec.apply(params, u, **_options(cfg, spec.apply_options))
+    options = _options(cfg, spec.apply_options)
+    if not stateful:
+        return spec.apply(params, u, **options)
+    return spec.apply(params, u, state=carry, return_state=True, **options)
 
 
 def _dense(key, d_in, d_out, scale=1.0):
@@ -326,27 +338,122 @@ def _layer_shapes(cfg: ModelConfig) -> dict | None:
     return {k: tuple(getattr(v, "shape", ())) for k, v in tree.items()}
 
 
-def apply(params, state, x, cfg: ModelConfig, *, train: bool = False, key=None):
+def _require_online(cfg: ModelConfig, what: str):
+    """A model that can carry its layers' states: a causal layer with ``init_state``/``step``,
+    and a pooling that each step can give (``last``: the output after the latest step;
+    ``none``: one output per step). Mean pooling needs the whole sequence."""
+    if not cfg.spec.stateful:
+        fail("cfg.layer", cfg.layer, f"a layer with init_state and step for {what} (the "
+             "built-in layers have them)")
+    if cfg.bidirectional:
+        fail("cfg.bidirectional", cfg.bidirectional, f"False for {what}: a bidirectional layer "
+             "reads the future, so it has no state to carry")
+    if cfg.pool == "mean":
+        fail("cfg.pool", cfg.pool, f"'last' or 'none' for {what}: a mean over the sequence "
+             "needs the whole sequence (use apply on it)")
+
+
+def init_carry(params, cfg: ModelConfig, batch_shape=()):
+    """The recurrent state before the first step: ``{"blocks": [layer state, ...]}``, one
+    ``cfg.spec.init_state(block params, batch_shape)`` per block (each a dict of arrays of
+    shape ``(*batch_shape, ...)``, e.g. ``{"x": (B, N) complex}`` for the LRU). Only for a
+    causal model with pool ``last`` or ``none``."""
+    if not isinstance(cfg, ModelConfig):
+        fail("cfg", cfg, "a ModelConfig")
+    _require_online(cfg, "init_carry")
+    if not isinstance(params, dict) or not isinstance(params.get("blocks"), (list, tuple)):
+        fail("params", params, "the params of lrnn.model.init(key, cfg)")
+    return {"blocks": [cfg.spec.init_state(p["layer"], batch_shape) for p in params["blocks"]]}
+
+
+def _check_carry(carry, cfg: ModelConfig):
+    if not isinstance(carry, dict) or not isinstance(carry.get("blocks"), (list, tuple)) \
+            or len(carry["blocks"]) != cfg.depth:
+        fail("carry", carry, f"the carry of lrnn.model.init_carry: a dict with 'blocks', a "
+                             f"list of depth = {cfg.depth} layer states")
+    return carry["blocks"]
+
+
+def _decode(params, u):
+    return u @ params["decoder"]["W"] + params["decoder"]["b"]
+
+
+def step(params, state, carry, x_t, cfg: ModelConfig):
+    """One step of a causal model (evaluation mode: BatchNorm reads its running statistics).
+
+    Args:
+      params, state: from ``init`` (``state``: the BatchNorm statistics).
+      carry: the recurrent states (``init_carry``, or a previous ``step`` or ``apply``).
+      x_t: one input per sequence, ``(B, d_input)`` floats or ``(B,)`` tokens.
+      cfg: a causal ``ModelConfig`` with pool ``last`` or ``none``.
+
+    Returns:
+      ``(carry, out_t)``, ``out_t`` of shape ``(B, d_output)``: the output of ``apply`` at that
+      step (pool ``none``) or over the sequence so far (pool ``last``). Each block runs its
+      layer's ``step``: the cost does not grow with the number of steps taken."""
+    check_params(params, state, cfg)
+    _require_online(cfg, "step")
+    layer_states = _check_carry(carry, cfg)
+    if cfg.vocab_size is not None:
+        if np.ndim(x_t) != 1:
+            fail("x_t", x_t, "integer tokens of shape (batch,) for a token model, one per "
+                             "sequence")
+        u = encode(params, x_t[:, None] if isinstance(x_t, jax.Array) else np.asarray(x_t)[:, None],
+                   cfg)[:, 0]
+    else:
+        if np.ndim(x_t) < 1 or np.shape(x_t)[-1] != cfg.d_input:
+            fail("x_t", x_t, f"shape (..., {cfg.d_input}), one step of each sequence")
+        u = encode(params, jnp.asarray(x_t)[..., None, :], cfg)[..., 0, :]
+    spec = cfg.spec
+    options = _options(cfg, spec.step_options)
+    new_states = []
+    for p, s, ls in zip(params["blocks"], state["blocks"], layer_states):
+        v, _ = norm(p["norm"], s, u, cfg, False)
+        ls, y = spec.step(p["layer"], ls, v, **options)
+        u = u + glu(p["glu"], jax.nn.gelu(y))
+        new_states.append(ls)
+    return {"blocks": new_states}, _decode(params, u)
+
+
+def apply(params, state, x, cfg: ModelConfig, *, train: bool = False, key=None, carry=None,
+          return_carry: bool = False):
     """Run the model. ``x``: ``(B, L, d_input)`` floats or ``(B, L)`` tokens.
 
     Returns ``(out, new_state)`` with ``out`` of shape ``(B, d_output)`` (pool ``mean`` or
     ``last``) or ``(B, L, d_output)`` (pool ``none``). ``train=True`` uses batch statistics
     (and updates the running ones) and applies dropout, which then needs ``key``.
 
+    ``carry``: the recurrent states to start from (``init_carry``, or those another chunk of
+    the same sequences returned); ``return_carry=True`` returns ``(out, new_state, carry)``
+    with the states after the last step, so a long sequence runs chunk by chunk with the
+    outputs of one pass. Only for a causal model with pool ``last`` or ``none``; refused with
+    ``train=True`` and BatchNorm (a chunk's batch statistics are not the sequence's).
+
     ``params`` and ``state`` must be those of ``init(key, cfg)`` (see :func:`check_params`):
     params for another depth or width are a ValueError, never run as they are."""
     check_params(params, state, cfg)
     train = require_bool("train", train)
+    return_carry = require_bool("return_carry", return_carry)
     if key is not None:
         require_key("key", key)
     if train and cfg.dropout > 0 and key is None:
         fail("key", key, "a jax.random key when train=True and dropout > 0")
+    stateful = carry is not None or return_carry
+    if stateful:
+        _require_online(cfg, "carry" if carry is not None else "return_carry")
+        if train and cfg.norm == "batch":
+            fail("train", train, "False when a carry runs a sequence in chunks with BatchNorm "
+                 "(a chunk's batch statistics are not those of the sequence)")
     u = encode(params, x, cfg)
+    layer_states = _check_carry(carry, cfg) if carry is not None else [None] * cfg.depth
     keys = jax.random.split(key, cfg.depth) if key is not None else [None] * cfg.depth
-    new_states = []
-    for p, s, k in zip(params["blocks"], state["blocks"], keys):
+    new_states, new_carry = [], []
+    for p, s, k, ls in zip(params["blocks"], state["blocks"], keys, layer_states):
         v, s = norm(p["norm"], s, u, cfg, train)
-        y = _layer_apply(p["layer"], v, cfg)
+        y = _layer_apply(p["layer"], v, cfg, ls, stateful)
+        if stateful:
+            y, ls = y
+            new_carry.append(ls)
         y = glu(p["glu"], jax.nn.gelu(y))
         u = u + _dropout(k, y, cfg.dropout, train)
         new_states.append(s)
@@ -354,7 +461,9 @@ def apply(params, state, x, cfg: ModelConfig, *, train: bool = False, key=None):
         u = u.mean(-2)
     elif cfg.pool == "last":
         u = u[..., -1, :]
-    out = u @ params["decoder"]["W"] + params["decoder"]["b"]
+    out = _decode(params, u)
+    if return_carry:
+        return out, {"blocks": new_states}, {"blocks": new_carry}
     return out, {"blocks": new_states}
 
 

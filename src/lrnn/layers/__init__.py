@@ -9,6 +9,15 @@ Every registered layer is called the same way::
     params = layer.init(key, d_model, d_state, **options)  # options: see layer.init_options
     y = layer.apply(params, u, **options)                   # u (..., L, d_model) -> (..., L, width)
 
+State in, state out: every built-in layer also runs one step (or one chunk) at a time::
+
+    state = layer.init_state(params, batch_shape)           # a dict of arrays, (*batch, ...)
+    state, y_t = layer.step(params, state, u_t, **step_options)   # u_t (..., d_model)
+    y, state = layer.apply(params, u, state=state, return_state=True, **options)
+
+A bidirectional layer reads the future, so it has no state: ``step`` and ``state=`` are a
+ValueError for it.
+
 Every layer names its sizes the same way: ``d_model`` (the input width, ``H`` of the deep
 model) and ``d_state`` (its state or hidden size); the old names ``d_in``/``d_hidden`` of the
 oRNN and the gated cells still work, with a DeprecationWarning.
@@ -43,6 +52,12 @@ class Layer:
         (``"d_in"``, the old name of ``"d_model"``, is still accepted).
       bidirectional: whether ``init(..., bidirectional=True)`` gives a non-causal layer.
       paper: where its equations come from.
+      init_state: ``init_state(params, batch_shape) -> state`` (a dict of arrays), or ``None``
+        for a layer that cannot run step by step; its ``apply`` then takes ``state=`` and
+        ``return_state=`` too.
+      step: ``step(params, state, u_t, **step_options) -> (state, y_t)``, ``u_t`` of shape
+        ``(..., d_model)`` and ``y_t`` ``(..., width)``: the numbers of ``apply`` at that step.
+      step_options: ``{keyword of step: ModelConfig field}``.
     """
     name: str
     init: Callable
@@ -53,6 +68,14 @@ class Layer:
     output: str = "d_state"
     bidirectional: bool = False
     paper: str = ""
+    init_state: Callable | None = None
+    step: Callable | None = None
+    step_options: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def stateful(self) -> bool:
+        """Whether the layer runs step by step (``init_state`` and ``step`` given)."""
+        return self.init_state is not None and self.step is not None
 
     def width(self, d_model: int, d_state: int) -> int:
         """The size of the last axis of ``apply``'s output."""
@@ -84,7 +107,14 @@ def register(layer: Layer, *, replace: bool = False) -> Layer:
             not all(isinstance(k, str) for k in layer.recurrent_keys):
         raise ValueError(f"`layer.recurrent_keys`: got {layer.recurrent_keys!r}, expected a "
                          "tuple of parameter names.")
-    for part in ("init_options", "apply_options"):
+    for part in ("init_state", "step"):
+        if getattr(layer, part) is not None and not callable(getattr(layer, part)):
+            raise ValueError(f"`layer.{part}`: got {getattr(layer, part)!r}, expected a function "
+                             "or None.")
+    if (layer.init_state is None) != (layer.step is None):
+        raise ValueError(f"`layer.step`: got {layer.step!r} with init_state "
+                         f"{layer.init_state!r}, expected both functions or neither.")
+    for part in ("init_options", "apply_options", "step_options"):
         options = getattr(layer, part)
         if not isinstance(options, Mapping) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in options.items()):
@@ -115,21 +145,27 @@ _GRU_KEYS = ("W_z", "W_r", "W_h")
 register(Layer("lru", lru.init, lru.apply,
                ("nu_log", "theta_log", "gamma_log", "B_re", "B_im"),
                _same("r_min", "r_max", "max_phase", "bidirectional"), _same("scan_method"),
-               output="d_model", bidirectional=True, paper="LRU (Orvieto et al. 2023)"))
+               output="d_model", bidirectional=True, paper="LRU (Orvieto et al. 2023)",
+               init_state=lru.init_state, step=lru.step))
 register(Layer("rotrnn", rotrnn.init, rotrnn.apply, ("M", "theta", "nu_log", "B"),
                _same("n_heads", "gamma_min", "gamma_max", "max_phase", "bidirectional"),
                _same("scan_method"), output="d_model", bidirectional=True,
-               paper="RotRNN (Dolga et al. 2024)"))
+               paper="RotRNN (Dolga et al. 2024)", init_state=rotrnn.init_state,
+               step=rotrnn.step))
 register(Layer("ornn", ornn.init, ornn.apply, ("U", "u1", "V"), _same("n_reflections"),
-               _same("formulation", "activation"), paper="oRNN (Mhammedi et al. 2017)"))
+               _same("formulation", "activation"), paper="oRNN (Mhammedi et al. 2017)",
+               init_state=ornn.init_state, step=ornn.step_state, step_options=_same("activation")))
 register(Layer("lstm", functools.partial(lstm.init, rotate=False), lstm.apply, _LSTM_KEYS,
-               _same("forget_bias"), paper="LSTM (the RotLSTM paper's baseline)"))
+               _same("forget_bias"), paper="LSTM (the RotLSTM paper's baseline)",
+               init_state=lstm.init_state, step=lstm.step))
 register(Layer("rotlstm", functools.partial(lstm.init, rotate=True), lstm.apply,
                _LSTM_KEYS + ("W_rot",), _same("forget_bias"),
-               paper="RotLSTM (Velici & Prügel-Bennett 2017)"))
+               paper="RotLSTM (Velici & Prügel-Bennett 2017)", init_state=lstm.init_state,
+               step=lstm.step))
 register(Layer("gru", functools.partial(gru.init, rotate=False), gru.apply, _GRU_KEYS,
-               paper="GRU (the RotGRU baseline)"))
+               paper="GRU (the RotGRU baseline)", init_state=gru.init_state, step=gru.step))
 register(Layer("rotgru", functools.partial(gru.init, rotate=True), gru.apply,
-               _GRU_KEYS + ("W_rot",), paper="RotGRU (Velici & Prügel-Bennett 2017)"))
+               _GRU_KEYS + ("W_rot",), paper="RotGRU (Velici & Prügel-Bennett 2017)",
+               init_state=gru.init_state, step=gru.step))
 
 __all__ = ["lru", "rotrnn", "ornn", "lstm", "gru", "Layer", "register", "names", "get"]

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._validate import fail, require_bool, require_key, require_params, require_positive_int
-from .._validate import require_sequence
+from .._validate import as_real_array, require_sequence
 
 
 def _uniform(key, shape, fan_in):
@@ -89,8 +89,54 @@ def dtype_of(params, u):
     return jnp.result_type(*(jnp.asarray(v).dtype for v in params.values()), u.dtype, float)
 
 
-def run(step, carry0, inputs):
+def run(step, carry0, inputs, *, return_carry=False):
     """``lax.scan`` of ``step`` over axis -2 of ``inputs``; returns the stacked outputs with
-    time back on axis -2."""
-    _, hs = lax.scan(step, carry0, jnp.moveaxis(inputs, -2, 0))
-    return jnp.moveaxis(hs, 0, -2)
+    time back on axis -2 (and the final carry, with ``return_carry``)."""
+    carry, hs = lax.scan(step, carry0, jnp.moveaxis(inputs, -2, 0))
+    hs = jnp.moveaxis(hs, 0, -2)
+    return (hs, carry) if return_carry else hs
+
+
+def batch_shape_of(batch_shape):
+    """``batch_shape`` as a tuple of non-negative ints (an int ``B`` is ``(B,)``)."""
+    if isinstance(batch_shape, int) and not isinstance(batch_shape, bool):
+        batch_shape = (batch_shape,)
+    if not isinstance(batch_shape, (tuple, list)) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in batch_shape):
+        fail("batch_shape", batch_shape, "a tuple of non-negative ints, e.g. () or (B,)")
+    return tuple(batch_shape)
+
+
+def zero_state(params, gates, origin, keys, batch_shape):
+    """``{key: 0}`` for each of ``keys``, each ``(*batch_shape, n)`` in the parameters' dtype."""
+    n, _ = _check_params(params, gates, origin)
+    shape = (*batch_shape_of(batch_shape), n)
+    dtype = jnp.result_type(*(jnp.asarray(v).dtype for v in params.values()), float)
+    return {k: jnp.zeros(shape, dtype) for k in keys}
+
+
+def check_state(state, keys, batch_shape, n, origin):
+    """The arrays ``state[k]`` for ``k`` in ``keys``, each real ``(*batch_shape, n)``, or a
+    ValueError naming the first that is not."""
+    if not isinstance(state, dict) or set(state) != set(keys):
+        fail("state", state, f"the dict {{{', '.join(repr(k) for k in keys)}}} of "
+                             f"{origin.replace('.init', '.init_state')}, each (..., n)")
+    out = []
+    for k in keys:
+        v = jnp.asarray(state[k])
+        if v.shape != (*batch_shape, n):
+            fail(f"state[{k!r}]", v, f"shape {(*batch_shape, n)}: the batch dims of the input "
+                                     f"and n = {n}")
+        if not jnp.issubdtype(v.dtype, jnp.floating):
+            fail(f"state[{k!r}]", v, "a real floating-point array")
+        out.append(v)
+    return out
+
+
+def check_step_input(params, u_t, gates, origin):
+    """``u_t`` as a real ``(..., d_in)`` array; returns ``(u_t, n)``."""
+    n, d_in = _check_params(params, gates, origin)
+    u_t = as_real_array("u_t", u_t, "(..., d_model)")
+    if u_t.ndim < 1 or u_t.shape[-1] != d_in:
+        fail("u_t", u_t, f"shape (..., d_model) with d_model = {d_in}")
+    return u_t, n

@@ -12,6 +12,10 @@ the input parts of all gates (``W_z``, ``W_r``, ``W_rot`` and the ``x_t`` column
 for every time step before the scan, then per step one fused product of ``h_{t-1}`` with the
 stacked recurrent weights of ``z``, ``r`` and the angles, and one of ``r_t`` with the ``r``
 columns of ``W_h`` (``r_t`` depends on the first product, so the two cannot be fused).
+
+State in, state out: the state is ``{"h": h_t}`` of shape ``(..., n)`` (``init_state``: zeros);
+``step`` runs one input with the same fused products as ``apply``, and ``apply(..., state=s,
+return_state=True)`` a chunk from it.
 """
 from __future__ import annotations
 
@@ -21,9 +25,9 @@ import jax
 import jax.numpy as jnp
 
 from ..orthogonal import rotate_pairs
-from .._validate import renamed_keywords
-from ._gated import (_check_input, _check_sizes, _uniform, angles, dtype_of, fused_weights, run,
-                     split_rows)
+from .._validate import renamed_keywords, require_bool
+from ._gated import (_check_input, _check_sizes, _uniform, angles, check_state, check_step_input,
+                     dtype_of, fused_weights, run, split_rows, zero_state)
 
 GRU_GATES = ("z", "r", "h")
 _ORIGIN = "lrnn.layers.gru.init"
@@ -57,17 +61,13 @@ def cell(params, h, x_t):
     return h_new, h_new
 
 
-def apply(params, u):
-    """Run the (Rot)GRU over real ``u (..., L, d_in)``, ``L >= 1``, from ``h_0 = 0``; returns
-    ``(..., L, n)``: the states of ``cell`` step by step, with the input parts of the gates
-    computed before the scan (see the module docstring)."""
-    u, n = _check_input(params, u, GRU_GATES, _ORIGIN)
-    dtype = dtype_of(params, u)
+def _fused_step(params, n, dtype):
+    """``(step, W_x, b)``: the per-step function ``step(h, drive_t) -> (h_t, h_t)`` of the fused
+    weights, and the input part ``u W_xᵀ + b`` it expects as ``drive_t``."""
     rotate = "W_rot" in params
     hidden_gates = ("z", "r") + (("rot",) if rotate else ())
     sizes = [n, n] + ([n // 2] if rotate else [])
     W_h, W_x, b = fused_weights(params, hidden_gates + ("h",), n, dtype)
-    drive = u.astype(dtype) @ W_x.T + b                        # (..., L, G): all steps at once
     gate_rows = sum(sizes)
     W_gates_t = W_h[:gate_rows].T                              # h_{t-1} -> z, r, angles
     W_cand_t = W_h[gate_rows:].T                               # r_t -> candidate ĥ_t
@@ -82,4 +82,40 @@ def apply(params, u):
         h_new = (1 - z) * h + z * h_hat
         return h_new, h_new
 
-    return run(step, jnp.zeros((*u.shape[:-2], n), dtype), drive)
+    return step, W_x, b
+
+
+def init_state(params, batch_shape=()) -> dict:
+    """The state before the first step, ``{"h": 0}`` of shape ``(*batch_shape, n)``."""
+    return zero_state(params, GRU_GATES, _ORIGIN, ("h",), batch_shape)
+
+
+def step(params, state, u_t):
+    """One (Rot)GRU step, eqs. 11–17: ``state = {"h": h_{t-1}}`` ``(..., n)`` and ``u_t``
+    ``(..., d_in)`` give ``({"h": h_t}, h_t)``, the numbers of ``apply`` at that step (the
+    same fused products), which ``cell`` writes gate by gate."""
+    u_t, n = check_step_input(params, u_t, GRU_GATES, _ORIGIN)
+    (h,) = check_state(state, ("h",), u_t.shape[:-1], n, _ORIGIN)
+    dtype = dtype_of(params, u_t)
+    fn, W_x, b = _fused_step(params, n, dtype)
+    h, y = fn(h.astype(dtype), u_t.astype(dtype) @ W_x.T + b)
+    return {"h": h}, y
+
+
+def apply(params, u, *, state=None, return_state=False):
+    """Run the (Rot)GRU over real ``u (..., L, d_in)``, ``L >= 1``, from ``h_0 = 0`` (or from
+    ``state = {"h": (..., n)}``); returns ``(..., L, n)``: the states of ``cell`` step by step,
+    with the input parts of the gates computed before the scan (see the module docstring).
+    ``return_state=True``: ``(h, {"h": h_L})``."""
+    u, n = _check_input(params, u, GRU_GATES, _ORIGIN)
+    return_state = require_bool("return_state", return_state)
+    dtype = dtype_of(params, u)
+    fn, W_x, b = _fused_step(params, n, dtype)
+    drive = u.astype(dtype) @ W_x.T + b                        # (..., L, G): all steps at once
+    if state is None:
+        h0 = jnp.zeros((*u.shape[:-2], n), dtype)
+    else:
+        (h0,) = check_state(state, ("h",), u.shape[:-2], n, _ORIGIN)
+        h0 = h0.astype(dtype)
+    hs, h = run(fn, h0, drive, return_carry=True)
+    return (hs, {"h": h}) if return_state else hs

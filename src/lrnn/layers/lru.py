@@ -21,6 +21,11 @@ Parameters are a dict of real arrays (``N = d_state``, ``H = d_model``):
 A bidirectional layer runs the same recurrence (same ``λ``, ``γ``, ``B``) forwards and
 backwards in time; its state is the concatenation ``[x_fwd, x_rev]`` of shape ``(..., L, 2N)``
 and ``C`` reads both halves.
+
+State in, state out (causal layers): the recurrent state is ``{"x": x_k}``, complex
+``(..., N)`` (``init_state`` gives ``x_0 = 0``). ``step`` advances it by one input,
+``apply(params, u, state=s, return_state=True)`` by a whole chunk; both continue the same
+sequence, so a long input can be run online, one step or one chunk at a time.
 """
 from __future__ import annotations
 
@@ -30,8 +35,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._validate import (fail, renamed_keywords, require_bool, require_choice, require_key,
-                        require_params, require_positive_int, require_real, require_sequence)
+from .._validate import (as_real_array, fail, renamed_keywords, require_bool, require_choice,
+                         require_key, require_params, require_positive_int, require_real,
+                         require_sequence)
 from ..scan import available_methods, linear_scan_planes
 
 
@@ -214,15 +220,16 @@ def hidden_states(params, u, *, scan_method="auto"):
     return _states(params, _check_input(u, h), bidirectional, scan_method)
 
 
-def _state_planes(params, u, bidirectional, scan_method):
+def _state_planes(params, u, bidirectional, scan_method, x0=None):
     """``(Re x, Im x)``: B u as two real products, the scan on planes (``linear_scan_planes``).
     No complex array is formed around the scan, and the gradient for the real ``u`` is never a
-    complex array cast to real (JAX 0.7.2 warns about that cast)."""
+    complex array cast to real (JAX 0.7.2 warns about that cast). ``x0``: the planes of the
+    state before the first step (causal layers only), or ``None`` for zero."""
     lam = eigenvalues(params)
     b = normalized_B(params)
     bu_re = jnp.einsum("...lh,nh->...ln", u, b.real)
     bu_im = jnp.einsum("...lh,nh->...ln", u, b.imag)
-    x_re, x_im = linear_scan_planes(lam, bu_re, bu_im, method=scan_method)
+    x_re, x_im = linear_scan_planes(lam, bu_re, bu_im, method=scan_method, initial=x0)
     if bidirectional:
         r_re, r_im = linear_scan_planes(lam, bu_re, bu_im, reverse=True, method=scan_method)
         x_re = jnp.concatenate([x_re, r_re], axis=-1)
@@ -234,20 +241,100 @@ def _states(params, u, bidirectional, scan_method):
     return jax.lax.complex(*_state_planes(params, u, bidirectional, scan_method))
 
 
+def _refuse_bidirectional(bidirectional, what):
+    if bidirectional:
+        raise ValueError(f"`{what}`: a bidirectional LRU layer (C of shape (H, 2N)) reads the "
+                         "future, so it has no state to carry from one step or chunk to the "
+                         "next; expected a unidirectional layer (init(..., bidirectional=False)).")
+
+
+def _state_dtype(params):
+    real = jnp.result_type(*(jnp.asarray(params[k]).dtype for k in _STATE_KEYS), jnp.float32)
+    return jnp.result_type(real, jnp.complex64)
+
+
+def init_state(params, batch_shape=()):
+    """The state before the first step, ``{"x": 0}`` of shape ``(*batch_shape, N)``, complex
+    (complex64 for float32 parameters). Refused for a bidirectional layer."""
+    h, n, bidirectional = _sizes(params)
+    _refuse_bidirectional(bidirectional, "params")
+    batch_shape = _batch_shape(batch_shape)
+    return {"x": jnp.zeros((*batch_shape, n), _state_dtype(params))}
+
+
+def _batch_shape(batch_shape):
+    if isinstance(batch_shape, int) and not isinstance(batch_shape, bool):
+        batch_shape = (batch_shape,)
+    if not isinstance(batch_shape, (tuple, list)) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in batch_shape):
+        fail("batch_shape", batch_shape, "a tuple of non-negative ints, e.g. () or (B,)")
+    return tuple(batch_shape)
+
+
+def check_state(params, state, batch_shape, n):
+    """``state["x"]`` as a complex array of shape ``(*batch_shape, N)``, or a ValueError."""
+    if not isinstance(state, dict) or set(state) != {"x"}:
+        fail("state", state, "the dict {'x': (..., N) complex} of lrnn.layers.lru.init_state")
+    x = jnp.asarray(state["x"])
+    want = (*batch_shape, n)
+    if x.shape != want:
+        fail("state['x']", x, f"shape {want}: the batch dims of u and N = {n}")
+    if not jnp.issubdtype(x.dtype, jnp.inexact):
+        fail("state['x']", x, "a complex (or real) floating-point array")
+    return x.astype(_state_dtype(params))
+
+
+def step(params, state, u_t):
+    """One step of the LRU (eq. 3 with a diagonal Λ, §3.3–§3.4): ``x_k = λ ⊙ x_{k-1} +
+    exp(γ_log) ⊙ (B u_k)``, ``y_k = Re(C x_k) + D ⊙ u_k``.
+
+    Args:
+      params: from ``init`` (unidirectional).
+      state: ``{"x": x_{k-1}}``, complex ``(..., N)`` (``init_state``).
+      u_t: real input of shape ``(..., H)`` with the batch dims of ``state``.
+
+    Returns:
+      ``(state, y_t)``: ``{"x": x_k}`` and real ``y_t`` of shape ``(..., H)``. The same
+      numbers as ``apply`` at that step: its cost and memory do not grow with ``k``."""
+    h, n, bidirectional = _sizes(params)
+    _refuse_bidirectional(bidirectional, "step")
+    u_t = as_real_array("u_t", u_t, "(..., H)")
+    if u_t.ndim < 1 or u_t.shape[-1] != h:
+        fail("u_t", u_t, f"shape (..., H) with H = {h}")
+    x = check_state(params, state, u_t.shape[:-1], n)
+    x = eigenvalues(params) * x + u_t @ normalized_B(params).T
+    y = (x.real @ params["C_re"].T - x.imag @ params["C_im"].T) + params["D"] * u_t
+    return {"x": x}, y
+
+
 @renamed_keywords(method="scan_method")
-def apply(params, u, *, scan_method="auto"):
+def apply(params, u, *, scan_method="auto", state=None, return_state=False):
     """The LRU layer ``y_k = Re(C x_k) + D ⊙ u_k``: real ``(..., L, H)`` -> ``(..., L, H)``.
 
     ``scan_method`` is the scan backend, passed to ``lrnn.scan.linear_scan_planes`` as its
     ``method`` (``method=`` still works, deprecated). Bidirectional: ``x_k`` is the
-    concatenated state of ``hidden_states``."""
+    concatenated state of ``hidden_states``.
+
+    ``state``: ``{"x": complex (..., N)}`` to start from (``init_state``, or the state another
+    chunk returned) instead of ``x_0 = 0``; ``return_state=True`` returns ``(y, state)`` with
+    the state after the last step. Unidirectional layers only."""
     require_choice("scan_method", scan_method, available_methods())
-    h, _, bidirectional = _sizes(params)
+    return_state = require_bool("return_state", return_state)
+    h, n, bidirectional = _sizes(params)
     u = _check_input(u, h)
-    x_re, x_im = _state_planes(params, u, bidirectional, scan_method)
+    x0 = None
+    if state is not None or return_state:
+        _refuse_bidirectional(bidirectional, "state" if state is not None else "return_state")
+    if state is not None:
+        x = check_state(params, state, u.shape[:-2], n)
+        x0 = (x.real.astype(u.dtype), x.imag.astype(u.dtype))
+    x_re, x_im = _state_planes(params, u, bidirectional, scan_method, x0)
     y = (jnp.einsum("...ln,hn->...lh", x_re, params["C_re"])           # Re(C x), from the planes
          - jnp.einsum("...ln,hn->...lh", x_im, params["C_im"]))
-    return y + params["D"] * u
+    y = y + params["D"] * u
+    if return_state:
+        return y, {"x": jax.lax.complex(x_re[..., -1, :], x_im[..., -1, :])}
+    return y
 
 
 def impulse_response(params, L):

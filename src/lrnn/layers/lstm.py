@@ -13,6 +13,10 @@ on ``h_{t-1}``, so the recurrence is not linear in the state and cannot use a pa
 ``apply`` runs ``lax.scan`` over time, with the input part of every gate computed for all steps
 before the scan and one fused ``h_{t-1}`` product per step (see ``lrnn.layers._gated``). The GRU
 pair is in ``lrnn.layers.gru``.
+
+State in, state out: the state is ``{"h": h_t, "c": c_t}``, each ``(..., n)`` (``init_state``:
+zeros); ``step`` runs one input with the same fused products as ``apply``, and
+``apply(..., state=s, return_state=True)`` a chunk from it.
 """
 from __future__ import annotations
 
@@ -22,9 +26,9 @@ import jax
 import jax.numpy as jnp
 
 from ..orthogonal import rotate_pairs
-from .._validate import renamed_keywords
-from ._gated import (_check_input, _check_sizes, _uniform, angles, dtype_of, fused_weights, run,
-                     split_rows)
+from .._validate import renamed_keywords, require_bool
+from ._gated import (_check_input, _check_sizes, _uniform, angles, check_state, check_step_input,
+                     dtype_of, fused_weights, run, split_rows, zero_state)
 
 LSTM_GATES = ("f", "i", "o", "c")
 _ORIGIN = "lrnn.layers.lstm.init"
@@ -79,18 +83,13 @@ def cell(params, carry, x_t):
     return (h_new, c_new), h_new
 
 
-def apply(params, u):
-    """Run the (Rot)LSTM over real ``u`` of shape ``(..., L, d_in)``, ``L >= 1``, from
-    ``h_0 = c_0 = 0``. Returns ``h`` of shape ``(..., L, n)``: the states of ``cell`` step by
-    step, computed with every gate's input part before the scan and one product
-    ``h_{t-1} W_hᵀ`` of the stacked recurrent weights per step."""
-    u, n = _check_input(params, u, LSTM_GATES, _ORIGIN)
-    dtype = dtype_of(params, u)
+def _fused_step(params, n, dtype):
+    """``(step, W_x, b)``: the per-step function ``step((h, c), z_t) -> ((h_t, c_t), h_t)`` of
+    the fused weights, and the input part ``u W_xᵀ + b`` it expects as ``z_t``."""
     rotate = "W_rot" in params
     gates = LSTM_GATES + (("rot",) if rotate else ())
     sizes = [n] * 4 + ([n // 2] if rotate else [])
     W_h, W_x, b = fused_weights(params, gates, n, dtype)
-    drive = u.astype(dtype) @ W_x.T + b                        # (..., L, G): all steps at once
     W_h_t = W_h.T
 
     def step(carry, z_t):
@@ -102,5 +101,43 @@ def apply(params, u):
         h_new = o * jnp.tanh(c_new)
         return (h_new, c_new), h_new
 
-    zeros = jnp.zeros((*u.shape[:-2], n), dtype)
-    return run(step, (zeros, zeros), drive)
+    return step, W_x, b
+
+
+def init_state(params, batch_shape=()) -> dict:
+    """The state before the first step, ``{"h": 0, "c": 0}``, each ``(*batch_shape, n)``."""
+    return zero_state(params, LSTM_GATES, _ORIGIN, ("h", "c"), batch_shape)
+
+
+def step(params, state, u_t):
+    """One (Rot)LSTM step, eqs. 3–10: ``state = {"h": h_{t-1}, "c": c_{t-1}}`` (each
+    ``(..., n)``) and ``u_t`` ``(..., d_in)`` give ``({"h": h_t, "c": c_t}, h_t)``: the
+    numbers of ``apply`` at that step (the same fused products), which ``cell`` writes gate
+    by gate."""
+    u_t, n = check_step_input(params, u_t, LSTM_GATES, _ORIGIN)
+    h, c = check_state(state, ("h", "c"), u_t.shape[:-1], n, _ORIGIN)
+    dtype = dtype_of(params, u_t)
+    fn, W_x, b = _fused_step(params, n, dtype)
+    (h, c), y = fn((h.astype(dtype), c.astype(dtype)), u_t.astype(dtype) @ W_x.T + b)
+    return {"h": h, "c": c}, y
+
+
+def apply(params, u, *, state=None, return_state=False):
+    """Run the (Rot)LSTM over real ``u`` of shape ``(..., L, d_in)``, ``L >= 1``, from
+    ``h_0 = c_0 = 0`` (or from ``state = {"h", "c"}``, each ``(..., n)``). Returns ``h`` of
+    shape ``(..., L, n)``: the states of ``cell`` step by step, computed with every gate's
+    input part before the scan and one product ``h_{t-1} W_hᵀ`` of the stacked recurrent
+    weights per step. ``return_state=True``: ``(h, {"h": h_L, "c": c_L})``."""
+    u, n = _check_input(params, u, LSTM_GATES, _ORIGIN)
+    return_state = require_bool("return_state", return_state)
+    dtype = dtype_of(params, u)
+    fn, W_x, b = _fused_step(params, n, dtype)
+    drive = u.astype(dtype) @ W_x.T + b                        # (..., L, G): all steps at once
+    if state is None:
+        zeros = jnp.zeros((*u.shape[:-2], n), dtype)
+        carry0 = (zeros, zeros)
+    else:
+        carry0 = tuple(v.astype(dtype) for v in
+                       check_state(state, ("h", "c"), u.shape[:-2], n, _ORIGIN))
+    hs, (h, c) = run(fn, carry0, drive, return_carry=True)
+    return (hs, {"h": h, "c": c}) if return_state else hs

@@ -35,6 +35,11 @@ Parameters (a plain dict, symbols of the paper):
   otherwise, the paper's convention; its gradient is passed straight through (the derivative
   with respect to the entry ``u_1`` of ``H_1(u_1)`` at ``±1``, the gradient the paper computes
   before resetting ``u_1`` to its sign). ``project`` performs that reset.
+
+State in, state out: the recurrent state is ``{"h": h_t}`` of shape ``(..., n)``
+(``init_state`` gives ``h0``, learnt or zero); ``step_state`` advances it by one input and
+returns ``(state, h_t)``, the contract every layer of the registry shares; ``step`` is the same
+step returning ``h_t`` alone; ``apply(..., state=s, return_state=True)`` runs a chunk from it.
 """
 from __future__ import annotations
 
@@ -43,8 +48,9 @@ import math
 import jax
 import jax.numpy as jnp
 
-from .._validate import fail, require_choice, require_key, require_params, require_positive_int
-from .._validate import renamed_keywords, require_sequence
+from .._validate import (fail, require_bool, require_choice, require_key, require_params,
+                         require_positive_int)
+from .._validate import as_real_array, renamed_keywords, require_sequence
 from ..orthogonal import (check_reflections, compact_wy, eq9_mask, reflect_identity,
                           reflect_vectors, reflection_columns, require_reflection_count)
 
@@ -303,7 +309,51 @@ def step(params, h, x_t, *, activation: str = "leaky_relu"):
     return phi(reflect_vectors(cols.astype(dtype), sign, h.astype(dtype)) + z)
 
 
-def apply(params, u, *, formulation: str = "auto", activation: str = "leaky_relu"):
+def _batch_shape(batch_shape):
+    if isinstance(batch_shape, int) and not isinstance(batch_shape, bool):
+        batch_shape = (batch_shape,)
+    if not isinstance(batch_shape, (tuple, list)) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in batch_shape):
+        fail("batch_shape", batch_shape, "a tuple of non-negative ints, e.g. () or (B,)")
+    return tuple(batch_shape)
+
+
+def init_state(params, batch_shape=()) -> dict:
+    """The state before the first step, ``{"h": h_0}`` of shape ``(*batch_shape, n)``: the
+    learnt ``h0`` when ``params`` has one, else zero."""
+    n, _, _ = _check_params(params)
+    shape = (*_batch_shape(batch_shape), n)
+    dtype = _dtype(params)
+    h0 = jnp.asarray(params["h0"]).astype(dtype) if "h0" in params else jnp.zeros((n,), dtype)
+    return {"h": jnp.broadcast_to(h0, shape)}
+
+
+def _check_state(state, batch_shape, n):
+    if not isinstance(state, dict) or set(state) != {"h"}:
+        fail("state", state, "the dict {'h': (..., n)} of lrnn.layers.ornn.init_state")
+    h = jnp.asarray(state["h"])
+    if h.shape != (*batch_shape, n):
+        fail("state['h']", h, f"shape {(*batch_shape, n)}: the batch dims of u and n = {n}")
+    if not jnp.issubdtype(h.dtype, jnp.floating):
+        fail("state['h']", h, "a real floating-point array")
+    return h
+
+
+def step_state(params, state, u_t, *, activation: str = "leaky_relu"):
+    """``step`` with the state contract of every layer: ``({"h": h_t}, h_t)`` from
+    ``state = {"h": h_{t-1}}`` ``(..., n)`` and ``u_t`` ``(..., d_in)`` (oRNN eq. 1 with
+    ``W`` by Algorithm 1; the output of the layer is its hidden state)."""
+    n, _, d_in = _check_params(params)
+    x_t = as_real_array("u_t", u_t, "(..., d_model)")
+    if x_t.ndim < 1 or x_t.shape[-1] != d_in:
+        fail("u_t", x_t, f"shape (..., d_model) with d_model = {d_in}")
+    h = _check_state(state, x_t.shape[:-1], n)
+    h = step(params, h, x_t, activation=activation)
+    return {"h": h}, h
+
+
+def apply(params, u, *, formulation: str = "auto", activation: str = "leaky_relu", state=None,
+          return_state=False):
     """Run the oRNN over a sequence: ``h_t = φ(W h_{t-1} + V x_t + b)`` for ``t = 1, …, L``,
     starting from ``h0`` (learnt, or zero). The input drive ``V x_t + b`` of every step is one
     product before the scan over time.
@@ -315,11 +365,16 @@ def apply(params, u, *, formulation: str = "auto", activation: str = "leaky_relu
       formulation: ``"dense"`` (``W`` formed once, one product per step), ``"reflections"``
         (Algorithm 1 at every step) or ``"auto"`` (:func:`choose_formulation`).
       activation: ``"leaky_relu"`` (§5) or ``"oplu"`` (§5.5, even ``n``).
+      state: ``{"h": (..., n)}`` to start from instead of ``h0`` (``init_state``, or the state
+        another chunk returned).
+      return_state: also return the state after the last step.
     Returns:
-      hidden states ``h_1, …, h_L`` of shape ``(..., L, n)``.
+      hidden states ``h_1, …, h_L`` of shape ``(..., L, n)``; with ``return_state=True``,
+      ``(h, {"h": h_L})``.
     """
     n, m, d_in = _check_params(params)
     require_choice("formulation", formulation, FORMULATIONS)
+    return_state = require_bool("return_state", return_state)
     phi = _check_activation(activation, n)
     u = require_sequence("u", u, d_in, "d_model")
     if formulation == "auto":
@@ -330,11 +385,16 @@ def apply(params, u, *, formulation: str = "auto", activation: str = "leaky_relu
     cols = cols.astype(dtype)
     sign = None if sign is None else sign.astype(dtype)
     drive = u.astype(dtype) @ params["V"].T.astype(dtype) + params["b"].astype(dtype)
-    h0 = jnp.asarray(params["h0"]).astype(dtype) if "h0" in params else jnp.zeros((n,), dtype)
-    h0 = jnp.broadcast_to(h0, u.shape[:-2] + (n,))
+    if state is not None:
+        h0 = _check_state(state, u.shape[:-2], n).astype(dtype)
+    else:
+        h0 = jnp.asarray(params["h0"]).astype(dtype) if "h0" in params else jnp.zeros((n,), dtype)
+        h0 = jnp.broadcast_to(h0, u.shape[:-2] + (n,))
     if formulation == "dense":
-        return _run_dense(_form_W(cols, sign), drive, h0, phi)
-    return _run_reflections(cols, sign, drive, h0, phi)
+        hs = _run_dense(_form_W(cols, sign), drive, h0, phi)
+    else:
+        hs = _run_reflections(cols, sign, drive, h0, phi)
+    return (hs, {"h": hs[..., -1, :]}) if return_state else hs
 
 
 def project(params) -> dict:

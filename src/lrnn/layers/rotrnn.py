@@ -33,6 +33,11 @@ first state; ``scale_first_state=True`` enforces it in expectation by feeding th
 step ``x_1 = B u_1 / ‖B‖_F`` (the usual ``ξ B u_1`` divided by ``sqrt(1 - γ²)``), so
 ``E‖x_1‖² = 1`` and then ``E‖x_t‖² = 1`` for every ``t``. (It keeps the layer linear in ``u``;
 rescaling ``x_1`` to norm exactly 1 would not.)
+
+State in, state out (causal layers): the recurrent state is ``{"x": x_t}`` of shape
+``(..., H, n)`` in the original basis (``init_state`` gives ``x_0 = 0``); ``step`` advances it
+by one input (eq. 6 as written, with the dense ``γ_h A_h``), ``apply(..., state=s,
+return_state=True)`` by a chunk (the scan in the rotated basis from ``z = Pᵀ x``).
 """
 from __future__ import annotations
 
@@ -41,8 +46,9 @@ import math
 import jax
 import jax.numpy as jnp
 
-from .._validate import (fail, renamed_keywords, require_bool, require_choice, require_key,
-                        require_params, require_positive_int, require_real, require_sequence)
+from .._validate import (as_real_array, fail, renamed_keywords, require_bool, require_choice,
+                         require_key, require_params, require_positive_int, require_real,
+                         require_sequence)
 from ..orthogonal import block_rotation, skew_expm
 from ..scan import available_methods, linear_scan_planes
 
@@ -201,7 +207,8 @@ def _check_input(u, k):
     return require_sequence("u", u, k)
 
 
-def _rotated_planes(params, u, p, *, scale_first_state, reverse, scan_method):
+def _rotated_planes(params, u, p, *, scale_first_state, reverse, scan_method, x0=None,
+                    return_final=False):
     """The scan of App. B.1 in the rotated basis, ``z = Pᵀ x``, on planes: ``(z_even, z_odd)``,
     each ``(..., L, H, n/2)``, the first and second coordinates of every rotation pair. Each
     pair is the complex number ``z_2i + i z_2i+1`` and its block ``γ D(θ_i)`` is
@@ -223,10 +230,21 @@ def _rotated_planes(params, u, p, *, scale_first_state, reverse, scan_method):
         return scaled.reshape(*scaled.shape[:-2], h * (n // 2))
 
     lam = jnp.repeat(gamma(params), n // 2) * jnp.exp(1j * params["theta"].reshape(-1))
-    z_even, z_odd = linear_scan_planes(lam, drive(b_rot[:, 0::2]), drive(b_rot[:, 1::2]),
-                                       reverse=reverse, method=scan_method)
-    return (z_even.reshape(*z_even.shape[:-1], h, n // 2),
-            z_odd.reshape(*z_odd.shape[:-1], h, n // 2))
+    initial = None
+    if x0 is not None:                                                    # z_0 = Pᵀ x_0, planes
+        z0 = jnp.einsum("hji,...hj->...hi", p, x0)
+        flat = lambda v: v.reshape(*v.shape[:-2], h * (n // 2)).astype(u.dtype)  # noqa: E731
+        initial = (flat(z0[..., 0::2]), flat(z0[..., 1::2]))
+    out = linear_scan_planes(lam, drive(b_rot[:, 0::2]), drive(b_rot[:, 1::2]),
+                             reverse=reverse, method=scan_method, initial=initial,
+                             return_final=return_final)
+    (z_even, z_odd), final = out if return_final else (out, None)
+    heads = lambda v: v.reshape(*v.shape[:-1], h, n // 2)                # noqa: E731
+    if return_final:
+        z_last = jnp.stack([heads(final[0]), heads(final[1])], axis=-1)
+        final = jnp.einsum("hij,...hj->...hi", p, z_last.reshape(*z_last.shape[:-2], n))
+        return heads(z_even), heads(z_odd), final
+    return heads(z_even), heads(z_odd)
 
 
 def _rotated_states(params, u, p, *, scale_first_state, reverse, scan_method):
@@ -269,27 +287,112 @@ def hidden_states(params, u, *, scale_first_state=False, reverse=False, scan_met
     return jnp.einsum("hij,...hj->...hi", p, z)
 
 
+def _refuse_stateful(params, what):
+    if "C_rev" in params:
+        raise ValueError(f"`{what}`: a bidirectional RotRNN layer (params with 'C_rev') reads "
+                         "the future, so it has no state to carry from one step or chunk to "
+                         "the next; expected a unidirectional layer (init(..., "
+                         "bidirectional=False)).")
+
+
+def _batch_shape(batch_shape):
+    if isinstance(batch_shape, int) and not isinstance(batch_shape, bool):
+        batch_shape = (batch_shape,)
+    if not isinstance(batch_shape, (tuple, list)) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in batch_shape):
+        fail("batch_shape", batch_shape, "a tuple of non-negative ints, e.g. () or (B,)")
+    return tuple(batch_shape)
+
+
+def _state_dtype(params):
+    return jnp.result_type(*(jnp.asarray(params[k]).dtype for k in _STATE_KEYS), jnp.float32)
+
+
+def init_state(params, batch_shape=()):
+    """The state before the first step, ``{"x": 0}`` of shape ``(*batch_shape, H, n)``, real
+    (the dtype of the parameters). Refused for a bidirectional layer."""
+    h, n, _ = _sizes(params)
+    _refuse_stateful(params, "params")
+    return {"x": jnp.zeros((*_batch_shape(batch_shape), h, n), _state_dtype(params))}
+
+
+def check_state(params, state, batch_shape):
+    """``state["x"]`` as a real array of shape ``(*batch_shape, H, n)``, or a ValueError."""
+    h, n, _ = _sizes(params, _STATE_KEYS)
+    if not isinstance(state, dict) or set(state) != {"x"}:
+        fail("state", state, "the dict {'x': (..., H, n)} of lrnn.layers.rotrnn.init_state")
+    x = jnp.asarray(state["x"])
+    want = (*batch_shape, h, n)
+    if x.shape != want:
+        fail("state['x']", x, f"shape {want}: the batch dims of u, H = {h} heads of n = {n}")
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        fail("state['x']", x, "a real floating-point array")
+    return x
+
+
+def step(params, state, u_t):
+    """One step of RotRNN eq. 6, ``x_t = γ_h A_h x_{t-1} + ξ_h B_h u_t`` with
+    ``A_h = P_h D(θ_h) P_hᵀ`` (Lemma 3), then ``y_t = C concat_h(x_t) + D ⊙ u_t``.
+
+    Args:
+      params: from ``init`` (unidirectional).
+      state: ``{"x": x_{t-1}}``, real ``(..., H, n)`` (``init_state``).
+      u_t: real input ``(..., d_model)`` with the batch dims of ``state``.
+
+    Returns:
+      ``(state, y_t)``: ``{"x": x_t}`` and ``y_t`` of shape ``(..., d_model)``, the numbers of
+      ``apply`` at that step (``scale_first_state=False``)."""
+    h, n, k = _sizes(params)
+    _refuse_stateful(params, "step")
+    u_t = as_real_array("u_t", u_t, "(..., d_model)")
+    if u_t.ndim < 1 or u_t.shape[-1] != k:
+        fail("u_t", u_t, f"shape (..., d_model) with d_model = {k}")
+    x = check_state(params, state, u_t.shape[:-1])
+    drive = xi(params)[:, None] * jnp.einsum("hnk,...k->...hn", params["B"], u_t)
+    x = jnp.einsum("hij,...hj->...hi", transition(params), x) + drive
+    y = x.reshape(*x.shape[:-2], h * n) @ params["C"].T + params["D"] * u_t
+    return {"x": x}, y
+
+
 @renamed_keywords(method="scan_method")
-def apply(params, u, *, scale_first_state=False, scan_method="auto"):
+def apply(params, u, *, scale_first_state=False, scan_method="auto", state=None,
+          return_state=False):
     """The RotRNN layer ``y_t = C concat_h(x_t) + D ⊙ u_t``: ``(..., L, K)`` -> ``(..., L, K)``.
 
     Runs in the rotated basis with ``C̃ = C · blockdiag(P)`` so no step multiplies by a dense
     matrix (App. B.1). Bidirectional (``C_rev`` present, App. B.2):
     ``y_t = C x_t + C_rev x_t^rev + D ⊙ u_t`` with ``x^rev = hidden_states(..., reverse=True)``.
-    ``scale_first_state`` and ``scan_method`` as in ``hidden_states``."""
-    _check_options(scan_method, scale_first_state=scale_first_state)
+    ``scale_first_state`` and ``scan_method`` as in ``hidden_states``.
+
+    ``state``: ``{"x": (..., H, n)}`` to start from (``init_state``, or the state another chunk
+    returned) instead of ``x_0 = 0``; ``return_state=True`` returns ``(y, state)`` with the
+    state after the last step. Unidirectional layers only; ``scale_first_state`` concerns the
+    sequence's first step, so it is refused together with a carried ``state``."""
+    _check_options(scan_method, scale_first_state=scale_first_state, return_state=return_state)
     h, n, k = _sizes(params)
     u = _check_input(u, k)
     p = P(params)
+    x0 = None
+    if state is not None or return_state:
+        _refuse_stateful(params, "state" if state is not None else "return_state")
+    if state is not None:
+        if scale_first_state:
+            fail("scale_first_state", scale_first_state, "False when a state is carried in "
+                 "(the scaling applies to the first step of a sequence, which a carried state "
+                 "has passed)")
+        x0 = check_state(params, state, u.shape[:-2])
 
     def read(c, reverse):
         c_rot = jnp.einsum("khi,hij->khj", c.reshape(k, h, n), p)        # C · blockdiag(P)
-        z_even, z_odd = _rotated_planes(params, u, p, scale_first_state=scale_first_state,
-                                        reverse=reverse, scan_method=scan_method)
-        return (jnp.einsum("khj,...lhj->...lk", c_rot[..., 0::2], z_even)   # C̃ z, pair by
-                + jnp.einsum("khj,...lhj->...lk", c_rot[..., 1::2], z_odd))  # pair, on planes
+        z_even, z_odd, *final = _rotated_planes(
+            params, u, p, scale_first_state=scale_first_state, reverse=reverse,
+            scan_method=scan_method, x0=None if reverse else x0, return_final=return_state)
+        y = (jnp.einsum("khj,...lhj->...lk", c_rot[..., 0::2], z_even)      # C̃ z, pair by
+             + jnp.einsum("khj,...lhj->...lk", c_rot[..., 1::2], z_odd))   # pair, on planes
+        return y, (final[0] if final else None)
 
-    y = read(params["C"], False)
+    y, final = read(params["C"], False)
     if "C_rev" in params:
-        y = y + read(params["C_rev"], True)
-    return y + params["D"] * u
+        y = y + read(params["C_rev"], True)[0]
+    y = y + params["D"] * u
+    return (y, {"x": final}) if return_state else y

@@ -4,9 +4,12 @@
 
     x_t = a_t * x_{t-1} + b_t,        x_{-1} = 0,
 
-along axis -2 of ``b`` (shape ``(..., L, N)``). It is the recurrence of the LRU (LRU §3.3,
-eq. 3 after diagonalisation) and, through ``rotation_scan``, of the RotRNN (RotRNN eq. 6 in
-the rotated basis, Appendix B.1).
+along axis -2 of ``b`` (shape ``(..., L, N)``); ``initial=`` starts it from another state
+``x_{-1}`` (``(..., N)``, folded into the first input, so every backend runs unchanged) and
+``return_final=True`` also returns the last state, so a sequence runs chunk by chunk (with
+``reverse=True`` the scan starts from ``x_L`` and its final state is ``x_0``). It is the
+recurrence of the LRU (LRU §3.3, eq. 3 after diagonalisation) and, through ``rotation_scan``,
+of the RotRNN (RotRNN eq. 6 in the rotated basis, Appendix B.1).
 
 Backends (``method=``):
 

@@ -154,19 +154,71 @@ def _is_time_invariant(a, b_shape, b_name) -> bool:
     return False
 
 
-def linear_scan(a, b, *, reverse: bool = False, method: str = "auto"):
-    """Solve ``x_t = a_t * x_{t-1} + b_t`` with ``x_{-1} = 0`` along axis -2.
+def _state_shape(b_shape):
+    """The shape of one state: ``b``'s batch dims and ``N``, i.e. ``b`` without its time axis."""
+    return tuple(b_shape[:-2]) + (b_shape[-1],)
+
+
+def _check_initial(name, initial, b_shape, dtype, b_name):
+    """``initial`` as an array of the scan's ``dtype`` and shape ``(..., N)``, or a ValueError
+    naming ``name``. Its dtype must not widen the scan (a complex state for a real scan, or a
+    float64 state for a float32 one, would change the result's dtype)."""
+    v = _numeric_array(name, initial)
+    shape = _state_shape(b_shape)
+    if tuple(v.shape) != shape:
+        fail(name, v, f"shape {shape}: {b_name}'s shape {tuple(b_shape)} without its time axis "
+                      "-2 (one state per sequence)")
+    if jnp.promote_types(v.dtype, dtype) != jnp.dtype(dtype):
+        fail(name, v, f"a dtype that promotes into the scan's {jnp.dtype(dtype).name} (a complex "
+                      "state needs a complex a or b; a wider float would change the result)")
+    return v.astype(dtype)
+
+
+def _first(reverse):
+    """The time index the scan starts at: 0, or L - 1 with ``reverse``."""
+    return -1 if reverse else 0
+
+
+def _fold_initial(a, b, h0, reverse):
+    """``b`` with ``a_t h0`` added to its first step: ``x_0 = a_0 h_{-1} + b_0`` is the scan
+    from zero of the folded inputs, so every backend and the custom VJP run unchanged (the
+    gradient of ``h0`` is ``a_0`` times the adjoint at the first step, by JAX's autodiff)."""
+    t = _first(reverse)
+    a_t = a if a.ndim == 1 else a[..., t, :]
+    return b.at[..., t, :].add(a_t * h0)
+
+
+def _final(x, reverse):
+    """The last state computed: ``x[..., L-1, :]``, or ``x[..., 0, :]`` with ``reverse``."""
+    return x[..., 0 if reverse else -1, :]
+
+
+def linear_scan(a, b, *, reverse: bool = False, method: str = "auto", initial=None,
+                return_final: bool = False):
+    """Solve ``x_t = a_t * x_{t-1} + b_t`` from ``x_{-1} = initial`` (zero by default) along
+    axis -2.
 
     Args:
       a: the decay. Either time-invariant with shape ``(N,)`` (the LRU/RotRNN case, one λ
         per channel) or time-varying, broadcastable to ``b.shape``. Real or complex.
       b: the inputs, shape ``(..., L, N)``, real or complex, any leading batch dims.
-      reverse: run from the end: ``x_t = a_t * x_{t+1} + b_t`` with ``x_L = 0``.
+      reverse: run from the end: ``x_t = a_t * x_{t+1} + b_t`` from ``x_L = initial``.
       method: ``"auto"``, ``"sequential"``, ``"associative"``, ``"chunked"`` or ``"pallas"``
         (the Pallas kernel; interpret mode, slow, off-GPU).
+      initial: the state before the first step, shape ``(..., N)`` (``b``'s shape without
+        the time axis), in a dtype that promotes into the scan's (see Returns); ``None`` is
+        zero. With ``reverse=True`` the first step is ``t = L - 1`` and ``initial`` is
+        ``x_L``, the state after the end. It is folded into the first input
+        (``b_0 + a_0 initial``), so every method runs unchanged and is differentiable with
+        respect to it.
+      return_final: also return the last state computed, ``x[..., L-1, :]`` (``x[..., 0, :]``
+        with ``reverse=True``): the ``initial`` of the next chunk of the sequence.
 
     Returns:
-      ``x`` with the shape of ``b`` and the promoted dtype of ``a`` and ``b``.
+      ``x`` with the shape of ``b`` and the promoted dtype of ``a`` and ``b``; with
+      ``return_final=True`` the pair ``(x, x_final)``, ``x_final`` of shape ``(..., N)``.
+      Scanning ``b`` in consecutive chunks, each from the previous chunk's final state,
+      gives the states of one scan over the whole of ``b``.
 
     Non-finite values are not filtered: a NaN or inf in ``a`` or ``b`` propagates into every
     later state (earlier ones with ``reverse=True``), exactly as in the recurrence.
@@ -178,6 +230,7 @@ def linear_scan(a, b, *, reverse: bool = False, method: str = "auto"):
     """
     require_choice("method", method, available_methods())
     reverse = _require_bool("reverse", reverse)
+    return_final = _require_bool("return_final", return_final)
     a = _numeric_array("a", a)
     b = _numeric_array("b", b)
     require_ndim_at_least("b", b, 2, "(..., L, N)")
@@ -187,17 +240,23 @@ def linear_scan(a, b, *, reverse: bool = False, method: str = "auto"):
     dtype = jnp.result_type(a.dtype, b.dtype)
     if not jnp.issubdtype(dtype, jnp.inexact):
         dtype = jnp.result_type(dtype, jnp.float32)
+    if initial is not None:
+        initial = _check_initial("initial", initial, b.shape, dtype, "b")
     if method == "auto":
         method = choose_method(b.shape, time_invariant=time_invariant, dtype=dtype)
     elif method == "pallas":
         _require_pallas_runs(dtype)
     if not time_invariant:
         a = jnp.broadcast_to(a, b.shape)
+    a, b = a.astype(dtype), b.astype(dtype)
+    if initial is not None:
+        b = _fold_initial(a, b, initial, reverse)
     replacement = _OVERRIDE.get()
     if replacement is not None:
-        return replacement(a.astype(dtype), b.astype(dtype), reverse)
-    x = _scan(a.astype(dtype), b.astype(dtype), reverse, method)
-    return x
+        x = replacement(a, b, reverse)
+    else:
+        x = _scan(a, b, reverse, method)
+    return (x, _final(x, reverse)) if return_final else x
 
 
 # ----------------------------------------------------------------------------------------
@@ -272,7 +331,20 @@ def _real_plane(name, value):
     return v
 
 
-def linear_scan_planes(a, b_re, b_im, *, reverse: bool = False, method: str = "auto"):
+def _check_initial_planes(initial, b_shape, out_dtype):
+    """``initial`` as a pair of real planes ``(h_re, h_im)``, each ``(..., N)``."""
+    if not isinstance(initial, (tuple, list)) or len(initial) != 2:
+        fail("initial", initial, "a pair (h_re, h_im) of real planes, each of shape "
+                                 f"{_state_shape(b_shape)}")
+    planes = []
+    for name, v in zip(("initial[0]", "initial[1]"), initial):
+        v = _real_plane(name, v)
+        planes.append(_check_initial(name, v, b_shape, out_dtype, "b_re"))
+    return planes
+
+
+def linear_scan_planes(a, b_re, b_im, *, reverse: bool = False, method: str = "auto",
+                       initial=None, return_final: bool = False):
     """``linear_scan(a, b_re + i b_im)`` with the complex inputs and states as two real planes.
 
     The LRU and RotRNN layers form ``B u`` as two real products and read ``Re(C x)`` from the
@@ -286,14 +358,20 @@ def linear_scan_planes(a, b_re, b_im, *, reverse: bool = False, method: str = "a
       b_re, b_im: real and imaginary planes of the inputs, the same shape ``(..., L, N)`` and
         the same real floating dtype.
       reverse, method: as in ``linear_scan``.
+      initial: ``None`` (zero) or the planes ``(h_re, h_im)`` of the state before the first
+        step, each of shape ``(..., N)`` (``x_L`` with ``reverse=True``), as in
+        ``linear_scan``; folded into the first step's planes, so the kernel runs unchanged.
+      return_final: also return the planes of the last state computed, as in ``linear_scan``.
 
     Returns:
       ``(x_re, x_im)``, each with the shape of ``b_re`` and the real dtype of the result
-      (half-precision planes are computed in float32 and returned in their own dtype).
+      (half-precision planes are computed in float32 and returned in their own dtype); with
+      ``return_final=True``, ``((x_re, x_im), (f_re, f_im))``, the final planes ``(..., N)``.
       Reverse-mode differentiation, as ``linear_scan``.
     """
     require_choice("method", method, available_methods())
     reverse = _require_bool("reverse", reverse)
+    return_final = _require_bool("return_final", return_final)
     a = _numeric_array("a", a)
     b_re = _real_plane("b_re", b_re)
     b_im = _real_plane("b_im", b_im)
@@ -306,6 +384,8 @@ def linear_scan_planes(a, b_re, b_im, *, reverse: bool = False, method: str = "a
         fail("b_re", b_re, "at least one time step on axis -2 (L >= 1)")
     time_invariant = _is_time_invariant(a, b_re.shape, "b_re")
     out_dtype = jnp.result_type(b_re.dtype, jnp.real(jnp.zeros((), a.dtype)).dtype)
+    if initial is not None:
+        initial = _check_initial_planes(initial, b_re.shape, out_dtype)
     work = jnp.promote_types(out_dtype, jnp.float32)          # no half-precision complex
     complex_dtype = jnp.result_type(work, jnp.complex64)
     if method == "auto":
@@ -316,13 +396,22 @@ def linear_scan_planes(a, b_re, b_im, *, reverse: bool = False, method: str = "a
     if not time_invariant:
         a = jnp.broadcast_to(a, b_re.shape)
     b_re, b_im = b_re.astype(work), b_im.astype(work)
+    if initial is not None:
+        t = _first(reverse)
+        push = (a if a.ndim == 1 else a[..., t, :]) * lax.complex(*(h.astype(work)
+                                                                   for h in initial))
+        b_re = b_re.at[..., t, :].add(jnp.real(push))
+        b_im = b_im.at[..., t, :].add(jnp.imag(push))
     if method == "pallas" and work == jnp.float32 and _OVERRIDE.get() is None \
             and not _COMPLEX_ARRAYS.get():
         x_re, x_im = _pallas_planes(a, b_re, b_im, reverse)
     else:
         x = linear_scan(a, lax.complex(b_re, b_im), reverse=reverse, method=method)
         x_re, x_im = jnp.real(x), jnp.imag(x)
-    return x_re.astype(out_dtype), x_im.astype(out_dtype)
+    x_re, x_im = x_re.astype(out_dtype), x_im.astype(out_dtype)
+    if return_final:
+        return (x_re, x_im), (_final(x_re, reverse), _final(x_im, reverse))
+    return x_re, x_im
 
 
 # ----------------------------------------------------------------------------------------
@@ -339,8 +428,10 @@ def complex_to_pairs(z):
     return jnp.stack([jnp.real(z), jnp.imag(z)], axis=-1).reshape(*z.shape[:-1], 2 * z.shape[-1])
 
 
-def rotation_scan(gamma, theta, b, *, reverse: bool = False, method: str = "auto"):
-    """Solve ``x_t = γ R(θ) x_{t-1} + b_t`` with ``x_{-1} = 0`` along axis -2.
+def rotation_scan(gamma, theta, b, *, reverse: bool = False, method: str = "auto",
+                  initial=None, return_final: bool = False):
+    """Solve ``x_t = γ R(θ) x_{t-1} + b_t`` from ``x_{-1} = initial`` (zero by default) along
+    axis -2.
 
     ``R(θ)`` is block-diagonal with 2×2 blocks ``[[cos θ_i, -sin θ_i], [sin θ_i, cos θ_i]]``
     acting on the pairs ``(x_{2i}, x_{2i+1})`` (RotRNN Lemma 3, eq. 14). Each block is the
@@ -352,14 +443,19 @@ def rotation_scan(gamma, theta, b, *, reverse: bool = False, method: str = "auto
       theta: angles in radians, shape ``(N//2,)``, real.
       b: inputs, shape ``(..., L, N)``, real, with N even.
       reverse, method: as in ``linear_scan``.
+      initial: ``None`` (zero) or the real state before the first step, shape ``(..., N)``
+        (``x_L`` with ``reverse=True``), in pairs like ``b``; as in ``linear_scan``.
+      return_final: also return the last state computed, ``(..., N)``, as in ``linear_scan``.
 
     Returns:
       ``x``, real, with the shape of ``b`` and the promoted dtype of ``gamma``, ``theta`` and
       ``b``. Half-precision ``b`` (float16, bfloat16) is computed in float32 (there is no
       half-precision complex type) and returned in its own dtype, as ``linear_scan`` returns
-      it. Reverse-mode differentiation only, as ``linear_scan``.
+      it. With ``return_final=True``, ``(x, x_final)``. Reverse-mode differentiation only, as
+      ``linear_scan``.
     """
     reverse = _require_bool("reverse", reverse)
+    return_final = _require_bool("return_final", return_final)
     gamma = _numeric_array("gamma", gamma)
     theta = _numeric_array("theta", theta)
     b = _numeric_array("b", b)
@@ -376,7 +472,12 @@ def rotation_scan(gamma, theta, b, *, reverse: bool = False, method: str = "auto
             fail(name, v, "a real array")
     out_dtype = jnp.result_type(b.dtype, gamma.dtype, theta.dtype)
     work = jnp.promote_types(out_dtype, jnp.float32)         # complex needs >= float32 parts
+    if initial is not None:
+        initial = _check_initial("initial", _real_plane("initial", initial), b.shape,
+                                 out_dtype, "b")
+        initial = pairs_to_complex(initial.astype(work))
     lam = gamma.astype(work) * jnp.exp(1j * theta.astype(work))
-    z = linear_scan(lam, pairs_to_complex(b.astype(work)), reverse=reverse, method=method)
-    return complex_to_pairs(z).astype(out_dtype)
-
+    z = linear_scan(lam, pairs_to_complex(b.astype(work)), reverse=reverse, method=method,
+                    initial=initial)
+    x = complex_to_pairs(z).astype(out_dtype)
+    return (x, _final(x, reverse)) if return_final else x

@@ -70,7 +70,7 @@ from ._bench_common import median_time as _median_time  # noqa: F401
 from ._bench_common import pallas_copy as _pallas_copy  # noqa: F401
 from ._bench_common import parse_shapes as _parse_shapes
 from ._bench_common import require_positive as _require_positive
-from . import bench_layer, bench_plans
+from . import bench_layer, bench_plans, bench_step
 from .bench_layer import layer_targets, papers_scan, run_layer  # noqa: F401 (lrnn bench layer)
 from .bench_plans import run_plans  # noqa: F401 (lrnn bench plans)
 
@@ -596,6 +596,7 @@ def parser():
     add_scan_parser(sub)
     bench_layer.add_parser(sub)
     bench_plans.add_parser(sub)
+    bench_step.add_parser(sub)
     add_targets_parser(sub)
     return p
 
