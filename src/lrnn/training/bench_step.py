@@ -70,7 +70,8 @@ def add_parser(subparsers):
         "step", help="µs per step and bytes of state of every layer, against attention with a "
                      "KV cache")
     st.add_argument("--device", choices=["cpu", "gpu"], default=None)
-    st.add_argument("--out", default=None, help="write the results as JSON here")
+    _io.output_argument(st, "--out", default=None, help="write the results as JSON here",
+                        suffixes=(".json",), owned_by=_owned, command="lrnn bench step")
     st.add_argument("--note", default=None, help="a sentence stored with the results (e.g. "
                                                  "what else ran on the machine)")
     st.add_argument("--batch", type=_positive, default=1, help="sequences decoded together")
