@@ -412,14 +412,14 @@ def auto_ok(backend: str | None = None, *, dtype=jnp.complex64, shape=None,
     if str(cc) not in pallas_tuning.TABLE:
         return False, (f"the kernel is not measured on compute capability {cc} "
                        f"({dev.device_kind!r}); the tuned XLA method is the safer bet")
-    ok, why = kernel_status(backend)
-    if not ok:
-        return False, why
-    if shape is not None:
+    reason = None
+    if shape is not None:           # a stored run first: no probe compile where none is stored
         wins, reason = pallas_tuning.pallas_wins(str(cc), dtype, tuple(shape), time_varying)
         if not wins:
             return False, reason
-        return True, (f"the GPU {dev.device_kind!r} (compute capability {cc}) runs the tuned "
-                       f"kernel ({why}); {reason}")
-    return True, (f"the GPU {dev.device_kind!r} (compute capability {cc}) runs the tuned "
-                  f"kernel ({why})")
+    ok, why = kernel_status(backend)
+    if not ok:
+        return False, why
+    where = (f"the GPU {dev.device_kind!r} (compute capability {cc}) runs the tuned kernel "
+             f"({why})")
+    return True, where + (f"; {reason}" if reason else "")
