@@ -4,6 +4,7 @@
     python -m lrnn bench layer   [--device cpu|gpu] [--out FILE.json] [--d-model 256] ...
     python -m lrnn bench targets [--scan FILE.json] [--layer FILE.json] [--out FILE.md]
     python -m lrnn bench plans   --device gpu [--out FILE.json]     (the kernel's tuning sweep)
+    python -m lrnn bench gpu     --budget-s 420 --out DIR           (every GPU measurement)
 
 ``scan`` times every ``linear_scan`` method and the papers' code on complex64 inputs
 ``(B, L, N)`` with a time-invariant λ (the LRU/RotRNN case):
@@ -61,7 +62,7 @@ from ._bench_common import (block, compile_and_memory, device_info, on_gpu,  # n
                             pallas_runs_here, paper_associative_scan, paper_lax_scan,
                             pick_device, target_row, time_interleaved, want_pallas_rows,
                             write_json, write_text)
-from . import bench_layer
+from . import bench_gpu, bench_layer
 from .bench_layer import layer_targets, papers_scan, run_layer  # noqa: F401 (lrnn bench layer)
 
 #: complex64, time-invariant λ: the shapes of the GPU issue's bandwidth and speed-up targets.
@@ -382,7 +383,7 @@ def scan_checks(results):
     return checks
 
 
-#: The GPU issue's targets (issue 14). Each: (name, shape, kind, threshold).
+#: The GPU targets of the course. Each: (name, shape, kind, threshold).
 #: "copy"/"copy-planes": fraction of the run's copy bandwidth reached by the pallas forward on
 #: complex64 arrays / on planes; "peer": accelerated-scan's time over ours (float32,
 #: time-varying); "paper": the papers' associative_scan time over ours.
@@ -925,6 +926,7 @@ def parser():
                         "mode (slow, for testing)")
     s.set_defaults(run=run_scan)
     bench_layer.add_parser(sub)
+    bench_gpu.add_parser(sub)
     pp = sub.add_parser("plans", help="the kernel's tuning sweep (tiles × chunks per shape)")
     pp.add_argument("--device", choices=["cpu", "gpu"], default=None)
     pp.add_argument("--out", default=None, help="append JSON lines here")
