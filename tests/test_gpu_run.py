@@ -124,3 +124,18 @@ def test_the_wrapper_passes_its_arguments_and_refuses_bad_ones(tmp_path):
     assert not (tmp_path / "r").exists()
     got = _run(tmp_path, "--dry-run", "--fast", timeout=120)
     assert got.returncode == 2 and "unrecognized arguments: --fast" in got.stderr
+
+
+def test_tuning_md_keeps_the_table_of_record_of_the_predictions():
+    """TUNING.md's table and ``pallas_tuning.PREDICTIONS`` say the same, in the format the run
+    prints; its measured column is empty until a run of the kernel is stored."""
+    from lrnn.scan import pallas_tuning
+    text = (ROOT / "src" / "lrnn" / "scan" / "TUNING.md").read_text()
+    head = "| shape (B, L, N) | kind | predicted fraction of copy |"
+    rows = [line for line in text[text.index(head):].split("\n\n")[0].splitlines()[2:]]
+    printed = bench_gpu.predictions_markdown(bench_gpu.measured_predictions([], []))
+    assert text.count(head) == 1
+    measured = any(g.measurement for g in pallas_tuning.TABLE.values())
+    want = [line.rsplit("|", 2)[0] for line in printed.splitlines()[2:]]
+    assert [line.rsplit("|", 2)[0] for line in rows] == want
+    assert all((line.rsplit("|", 2)[1].strip() != "") == measured for line in rows)
