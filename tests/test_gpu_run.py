@@ -139,3 +139,17 @@ def test_tuning_md_keeps_the_table_of_record_of_the_predictions():
     want = [line.rsplit("|", 2)[0] for line in printed.splitlines()[2:]]
     assert [line.rsplit("|", 2)[0] for line in rows] == want
     assert all((line.rsplit("|", 2)[1].strip() != "") == measured for line in rows)
+
+
+def test_the_predicted_fractions_are_those_of_the_model():
+    """``PREDICTIONS``' fractions of copy are the default design's forward rows of
+    scripts/kernel_predictions.py (the probe's curve of bytes in flight)."""
+    import importlib.util
+    from lrnn.scan import pallas_tuning
+    path = ROOT / "scripts" / "kernel_predictions.py"
+    spec = importlib.util.spec_from_file_location("kernel_predictions", path)
+    model = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(model)
+    for p in pallas_tuning.PREDICTIONS:
+        got = model.predict(p.shape, p.kind, pallas_tuning.DEFAULT_DESIGN)["fraction"]
+        assert abs(got - p.copy_fraction) < 0.005, (p, got)
