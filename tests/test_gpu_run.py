@@ -58,7 +58,10 @@ def test_the_dry_run_writes_every_part_with_device_jax_and_commit(tmp_path):
         (out / "bench_gpu.md").read_text()
     with tarfile.open(pack) as tar:
         names = {Path(n).name for n in tar.getnames()}
-    assert {bench_gpu.MARKER, "bench_gpu.json", "scan.md", "grading.json"} <= names
+    assert {bench_gpu.MARKER, "bench_gpu.json", "scan.md", "grading.json",
+            "bench_scan.json"} <= names
+    record = json.loads((out / "bench_scan.json").read_text())
+    assert record["benchmark"] == "scan" and record["results"] == scan["results"]
 
 
 def test_the_real_plan_fits_its_budget_and_keeps_the_order():

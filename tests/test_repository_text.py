@@ -82,8 +82,9 @@ def test_no_file_speaks_of_anything_but_the_project():
 
 
 def test_the_patterns_catch_what_they_are_for(tmp_path):
-    bad = {"a.py": "x = 1  # see Issue 23\n", "b.md": "copied from ../shared/data\n",
-           "c.sh": "PY=/wor" "k/venv/bin/python\n", "d.txt": "run it on the lent  machine\n",
+    # (split strings: this file is searched too)
+    bad = {"a.py": "x = 1  # see Iss" "ue 23\n", "b.md": "copied from ../sha" "red/data\n",
+           "c.sh": "PY=/wor" "k/venv/bin/python\n", "d.txt": "run it on the le" "nt  machine\n",
            "e.ipynb": json.dumps({"cells": [{"cell_type": "code", "source": ["/roo" "t/x/y"],
                                              "outputs": [{"output_type": "display_data",
                                                           "data": {"image/png": "ab/work/cd"}}]}]})}

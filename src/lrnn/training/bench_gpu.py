@@ -149,7 +149,8 @@ def header_md(result: dict) -> str:
     cc = f", compute capability {d['compute_capability']}" if d.get("compute_capability") else ""
     dry = " **Dry run (CPU, tiny sizes): not a measurement.**" if result.get("dry_run") else ""
     return (f"{d.get('device_kind', 'unknown device')} ({d.get('platform', '?')}{cc}), "
-            f"JAX {result['jax']}, commit `{result['commit']}`, kernel `{k.get('fingerprint', '?')}` "
+            f"JAX {result['jax']}, commit `{result['commit']}`, "
+            f"kernel `{k.get('fingerprint', '?')}` "
             f"(design {k.get('design', '?')}), {result['date_utc']}.{dry}")
 
 
@@ -452,7 +453,25 @@ def part_scan(ctx):
         if i < len(todo) - 1:                # after each shape: a complete, readable result
             ctx["write"]("partial", data, _scan_markdown(data), "shapes still running")
     data["predictions"] = measured_predictions(data["results"], data["tv_results"])
-    return status, data, _scan_markdown(data)
+    _write_scan_record(ctx, device, data)
+    return status, data, _scan_markdown(data) + "\n\nThe same rows as `lrnn bench scan` " \
+        "writes them: `bench_scan.json` (for `lrnn bench targets --scan` and chapter 6)."
+
+
+def _write_scan_record(ctx, device, data):
+    """``bench_scan.json`` in the format of ``lrnn bench scan --out``, with its checks and the
+    GPU targets these rows measure (the others: not measured)."""
+    from . import bench
+    from ._bench_common import device_info
+    record = {"benchmark": "scan", "command": "python -m lrnn bench gpu (scan part)",
+              "commit": commit(),
+              "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+              "device": device_info(device), "copy": data["copy"],
+              "copy_bandwidth_GBps": data["copy"]["GBps"], "repeats": data["repeats"],
+              "results": data["results"], "tv_results": data["tv_results"],
+              "checks": bench.scan_checks(data["results"]) + bench.scan_checks(data["tv_results"])}
+    record["targets"] = bench.gpu_targets(record)
+    _io.atomic_write_text(ctx["out"] / "bench_scan.json", json.dumps(record, indent=1) + "\n")
 
 
 def part_layer(ctx):
@@ -467,7 +486,8 @@ def part_layer(ctx):
     result = args.run(args)
     rows = result["results"]
     body = _table(["layer", "scan", "layout", "compile s", "step ms (fwd+bwd)"],
-                  [(r["layer"], r["scan"] + (f" → {r['auto_picks']}" if "auto_picks" in r else ""),
+                  [(r["layer"],
+                    r["scan"] + (f" → {r['auto_picks']}" if "auto_picks" in r else ""),
                     r["layout"], f"{r['compile_s']:.2f}", _ms(r["step_s"])) for r in rows])
     body += "\n\n" + "\n".join(f"* {k}: `auto` is {v:.2f}× the speed of the papers' "
                                "associative scan" for k, v in
@@ -608,7 +628,7 @@ def _prepare(folder: pathlib.Path):
     for p in PARTS:
         for suffix in (".json", ".md", ".log"):
             (folder / f"{p.name}{suffix}").unlink(missing_ok=True)
-    for name in (f"{SUMMARY}.json", f"{SUMMARY}.md", "bench_layer.json"):
+    for name in (f"{SUMMARY}.json", f"{SUMMARY}.md", "bench_layer.json", "bench_scan.json"):
         (folder / name).unlink(missing_ok=True)
     for sub in ("grading", "notebooks"):                   # the doctor's reports
         shutil.rmtree(folder / sub, ignore_errors=True)
