@@ -197,7 +197,7 @@ def measured(monkeypatch):
         gen = dataclasses.replace(
             pallas_tuning.TABLE["9.0"], auto_real_min_lanes=min_lanes,
             evidence="a stored run showed it", measurement="bench_gpu_h100_test.json",
-            measured_kernel=fingerprint or pallas_tuning.kernel_fingerprint("9.0"))
+            measured_kernel=fingerprint or scan_pallas.kernel_fingerprint("9.0"))
         monkeypatch.setitem(pallas_tuning.TABLE, "9.0", gen)
     return use
 
@@ -235,23 +235,23 @@ def test_every_auto_threshold_comes_from_a_stored_run_of_the_kernel_as_built():
         stored = json.loads((data / gen.measurement).read_text())
         assert stored["kernel"]["capability"] == cc
         assert stored["kernel"]["fingerprint"] == gen.measured_kernel == \
-            pallas_tuning.kernel_fingerprint(cc), (cc, "the kernel changed since its stored run")
+            scan_pallas.kernel_fingerprint(cc), (cc, "the kernel changed since its stored run")
 
 
 def test_the_fingerprint_follows_the_kernel_and_its_plans_not_the_auto_notes(monkeypatch):
-    before = pallas_tuning.kernel_fingerprint("9.0")
-    assert before == pallas_tuning.kernel_fingerprint("9.0") != pallas_tuning.kernel_fingerprint()
+    before = scan_pallas.kernel_fingerprint("9.0")
+    assert before == scan_pallas.kernel_fingerprint("9.0") != scan_pallas.kernel_fingerprint()
     notes = dataclasses.replace(pallas_tuning.TABLE["9.0"], evidence="other words",
                                 auto_real_min_lanes=1, measurement="x.json")
     monkeypatch.setitem(pallas_tuning.TABLE, "9.0", notes)
-    assert pallas_tuning.kernel_fingerprint("9.0") == before
+    assert scan_pallas.kernel_fingerprint("9.0") == before
     tiles = dict(notes.tiles)
     tiles[("ti-complex", "wide")] = Tiles(32, 8)
     monkeypatch.setitem(pallas_tuning.TABLE, "9.0", dataclasses.replace(notes, tiles=tiles))
-    assert pallas_tuning.kernel_fingerprint("9.0") != before
+    assert scan_pallas.kernel_fingerprint("9.0") != before
     monkeypatch.undo()
-    monkeypatch.setattr(pallas_tuning, "KERNEL_SOURCES", ("pallas.py", "pallas_tuning.py"))
-    assert pallas_tuning.kernel_fingerprint("9.0") != before
+    monkeypatch.setattr(scan_pallas, "KERNEL_SOURCES", ("pallas.py", "pallas_tuning.py"))
+    assert scan_pallas.kernel_fingerprint("9.0") != before
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

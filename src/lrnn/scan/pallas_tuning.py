@@ -7,8 +7,8 @@ time: ``lookup`` is a dictionary read. A GPU whose compute capability is not in 
 
 ``method="auto"`` trusts only measurements of the kernel as built: a generation's
 ``auto_real_min_lanes`` holds only with a stored ``lrnn bench gpu`` run named in its
-``measurement`` (a file of ``book/data/``) whose ``kernel_fingerprint`` is that of the kernel
-here (``measured_kernel``). Until then ``auto`` runs ``"associative"`` on every GPU.
+``measurement`` (a file of ``book/data/``) whose kernel fingerprint (``pallas.kernel_fingerprint``)
+is that of the kernel here (``measured_kernel``). Until then ``auto`` runs ``"associative"`` on every GPU.
 
 Keys:
 
@@ -146,10 +146,12 @@ def lookup(compute_capability, kind_: str, lanes: int) -> tuple[Tiles, Generatio
     return gen.tiles.get((kind_, bucket), GENERIC.tiles[(kind_, bucket)]), gen
 
 
-def pallas_wins(compute_capability: str, dtype, shape, time_varying: bool) -> tuple[bool, str]:
+def pallas_wins(compute_capability: str, dtype, shape, time_varying: bool,
+                kernel: str | None = None) -> tuple[bool, str]:
     """Whether a stored run of the kernel as built shows it beating the best XLA method on
     this GPU generation for problems like this one, and why (one clause). Without such a run
-    (``Generation.measurement``, with the fingerprint of this kernel): never."""
+    (``Generation.measurement``, whose ``measured_kernel`` must be ``kernel``, the fingerprint
+    of the kernel here: ``pallas.kernel_fingerprint``): never."""
     import numpy as np
     cc = str(compute_capability)
     gen = TABLE.get(cc)
@@ -159,10 +161,10 @@ def pallas_wins(compute_capability: str, dtype, shape, time_varying: bool) -> tu
         return False, (f"no GPU run of the kernel as built is stored for compute capability "
                        f"{cc} (pallas_tuning.TABLE[{cc!r}].measurement is None: {gen.evidence}); "
                        "'auto' trusts only measurements")
-    if gen.measured_kernel != kernel_fingerprint(cc):
+    if kernel is None or gen.measured_kernel != kernel:
         return False, (f"the kernel changed since its stored run ({gen.measurement}, kernel "
-                       f"{gen.measured_kernel}; here {kernel_fingerprint(cc)}): 'auto' waits "
-                       "for a run of this kernel")
+                       f"{gen.measured_kernel}; here {kernel}): 'auto' waits for a run of this "
+                       "kernel")
     if gen.auto_real_min_lanes is None:
         return False, f"the stored run ({gen.measurement}) did not show the kernel winning"
     if np.issubdtype(np.dtype(dtype), np.complexfloating):
@@ -177,42 +179,8 @@ def pallas_wins(compute_capability: str, dtype, shape, time_varying: bool) -> tu
 
 
 # ----------------------------------------------------------------------------------------
-# The kernel as built: its fingerprint, and the predictions its first GPU run checks
+# The predictions the first GPU run of the kernel checks
 # ----------------------------------------------------------------------------------------
-
-#: the kernel's sources, beside this file: what a stored run measured, with the plans below
-KERNEL_SOURCES = ("pallas.py", "pallas_triton.py")
-#: (kind, shape) whose plans (forward and adjoint) enter the fingerprint: the benchmark shapes
-FINGERPRINT_SHAPES = (("ti-complex", (16, 16384, 256)), ("ti-complex", (64, 4096, 256)),
-                      ("ti-complex", (32, 1024, 512)), ("ti-complex", (1, 65536, 64)),
-                      ("tv-real", (8, 4096, 1024)), ("tv-real", (16, 16384, 256)),
-                      ("tv-real", (1, 65536, 1024)), ("ti-real", (8, 4096, 1024)),
-                      ("tv-complex", (8, 4096, 256)))
-
-
-def kernel_fingerprint(compute_capability=None) -> str:
-    """A short hash of the kernel as built for this compute capability: the sources of
-    ``KERNEL_SOURCES`` (line endings normalised) and the plans of the default design (tiles,
-    chunks) at ``FINGERPRINT_SHAPES``, forward and adjoint. Any change to the kernel, to the
-    tiles or to how they are fitted changes it; the ``auto`` thresholds and the notes of
-    ``TABLE`` do not. Needs no git history and no GPU."""
-    import hashlib
-    import pathlib
-    from . import pallas
-    h = hashlib.sha256()
-    here = pathlib.Path(__file__).resolve().parent
-    for name in KERNEL_SOURCES:
-        h.update(name.encode() + b"\0")
-        h.update((here / name).read_bytes().replace(b"\r\n", b"\n") + b"\0")
-    cc = None if compute_capability is None else str(compute_capability)
-    with design(DEFAULT_DESIGN):
-        for kind_, (g, length, n) in FINGERPRINT_SHAPES:
-            for adjoint in (False, True):
-                p = pallas.plan(g, length, n, kind=kind_, capability=cc, adjoint=adjoint)
-                h.update(repr((kind_, g, length, n, adjoint, dataclasses.astuple(p.tiles),
-                               p.chunk, p.n_chunks, p.n_pad)).encode())
-    return h.hexdigest()[:16]
-
 
 @dataclasses.dataclass(frozen=True)
 class Prediction:

@@ -926,7 +926,7 @@ def parser():
                         "mode (slow, for testing)")
     s.set_defaults(run=run_scan)
     bench_layer.add_parser(sub)
-    bench_gpu.add_parser(sub)
+    bench_gpu.add_parser(sub, sys.modules[__name__])
     pp = sub.add_parser("plans", help="the kernel's tuning sweep (tiles × chunks per shape)")
     pp.add_argument("--device", choices=["cpu", "gpu"], default=None)
     pp.add_argument("--out", default=None, help="append JSON lines here")

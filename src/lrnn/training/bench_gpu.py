@@ -21,7 +21,7 @@ the time left is skipped and recorded as such, with the reason. Each runs in its
 stopped when the budget is spent. After each part ``DIR`` holds ``PART.json`` and ``PART.md``,
 and ``bench_gpu.json`` and ``bench_gpu.md`` sum up every part so far: each names the device, the
 JAX version, the commit (``git rev-parse``, ``$LRNN_COMMIT`` in a copy without ``.git``, else the
-package version) and the kernel's fingerprint (``pallas_tuning.kernel_fingerprint``), so that
+package version) and the kernel's fingerprint (``lrnn.scan.pallas.kernel_fingerprint``), so that
 whatever the run reached is a complete, readable result. ``--pack`` also writes ``DIR`` as one
 archive after each part. Only the default design of the kernel is compiled: the tuning sweep
 is ``lrnn bench plans``.
@@ -103,12 +103,23 @@ def planned_seconds(dry_run: bool = False) -> float:
 # What every result names
 # ----------------------------------------------------------------------------------------
 
+#: ``lrnn.training.bench``, which registers this command (``add_parser``) and whose scan
+#: benchmark the parts call: handed over, not imported, so that the two modules form no cycle
+_SCAN_BENCH = None
+
+
+def _bench():
+    if _SCAN_BENCH is None:
+        raise RuntimeError("lrnn bench gpu runs through `python -m lrnn bench gpu` (the scan "
+                           "benchmark registers it)")
+    return _SCAN_BENCH
+
+
 def commit() -> str:
     """``$LRNN_COMMIT``, else ``git rev-parse`` of the checkout (``+dirty``), else the version
     of the installed package."""
-    from .bench import git_commit
     import lrnn
-    return git_commit() or f"lrnn {lrnn.__version__} (no git checkout)"
+    return _bench().git_commit() or f"lrnn {lrnn.__version__} (no git checkout)"
 
 
 def jax_version() -> str:
@@ -123,10 +134,10 @@ def _device_here() -> dict:
 
 
 def _kernel_here(device: dict) -> dict:
-    from ..scan import pallas_tuning
+    from ..scan import pallas, pallas_tuning
     cc = device.get("compute_capability")
     return {"capability": cc, "design": pallas_tuning.DEFAULT_DESIGN,
-            "fingerprint": pallas_tuning.kernel_fingerprint(cc)}
+            "fingerprint": pallas.kernel_fingerprint(cc)}
 
 
 def _known(out: pathlib.Path, key: str, fallback):
@@ -195,7 +206,7 @@ def part_environment(ctx):
     ok, why = pallas.kernel_status()
     cc = device.get("compute_capability")
     plans = []
-    for kind, (g, length, n) in pallas_tuning.FINGERPRINT_SHAPES:
+    for kind, (g, length, n) in pallas.FINGERPRINT_SHAPES:
         for adjoint in (False, True):
             p = pallas.plan(g, length, n, kind=kind, capability=cc, adjoint=adjoint)
             plans.append({"kind": kind, "shape": [g, length, n], "adjoint": adjoint,
@@ -236,7 +247,7 @@ def _check_complex(shape, device):
     import numpy as np
     from jax import lax
     from ..scan import linear_scan, linear_scan_planes, reference
-    from .bench import make_inputs
+    make_inputs = _bench().make_inputs
     lam, bu = make_inputs(shape, device)
     g = jax.device_put(jnp.conj(bu) * 0.5, device)
     t0 = time.perf_counter()
@@ -261,7 +272,7 @@ def _check_time_varying(shape, device):
     import jax
     import numpy as np
     from ..scan import linear_scan, reference
-    from .bench import make_tv_inputs
+    make_tv_inputs = _bench().make_tv_inputs
     a, b, g = make_tv_inputs(shape, device)
     t0 = time.perf_counter()
 
@@ -328,7 +339,8 @@ def _tv_rows(shape, device, *, repeats, copy_gbps, peers, kernel):
     peers on the same data, forward and forward + VJP."""
     import jax.numpy as jnp
     from ..scan import linear_scan
-    from . import bench, bench_peers
+    from . import bench_peers
+    bench = _bench()
     from ._bench_common import compile_and_memory, time_interleaved
     a, b, g = bench.make_tv_inputs(shape, device)
     moved = 3 * math.prod(shape) * 4
@@ -414,7 +426,8 @@ def _scan_markdown(data) -> str:
 
 def part_scan(ctx):
     import jax
-    from . import bench, bench_peers
+    from . import bench_peers
+    bench = _bench()
     from ._bench_common import pallas_runs_here
     device = jax.devices()[0]
     dry, out = ctx["dry_run"], ctx["out"]
@@ -461,7 +474,7 @@ def part_scan(ctx):
 def _write_scan_record(ctx, device, data):
     """``bench_scan.json`` in the format of ``lrnn bench scan --out``, with its checks and the
     GPU targets these rows measure (the others: not measured)."""
-    from . import bench
+    bench = _bench()
     from ._bench_common import device_info
     record = {"benchmark": "scan", "command": "python -m lrnn bench gpu (scan part)",
               "commit": commit(),
@@ -475,7 +488,7 @@ def _write_scan_record(ctx, device, data):
 
 
 def part_layer(ctx):
-    from . import bench
+    bench = _bench()
     out = ctx["out"] / "bench_layer.json"
     argv = ["layer", "--models", "none", "--no-time-parallel", "--out", str(out)]
     argv += (["--layers", "lru", "--d-model", "8", "--d-state", "16", "--batch", "1",
@@ -801,7 +814,11 @@ def _parts_list(text):
     return names
 
 
-def add_parser(sub):
+def add_parser(sub, scan_bench):
+    """``lrnn bench gpu`` in the subcommands of ``lrnn bench``; ``scan_bench`` is the module
+    ``lrnn.training.bench`` (its scan benchmark, layer parser and commit)."""
+    global _SCAN_BENCH
+    _SCAN_BENCH = scan_bench
     g = sub.add_parser("gpu", help="every GPU measurement of the course, in one budget")
     g.add_argument("--budget-s", type=float, default=420.0,
                    help="stop starting parts whose estimate exceeds what is left (default 420)")
