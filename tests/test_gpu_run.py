@@ -4,6 +4,7 @@ The dry run, in a clean environment (no inherited variables, no network), runs e
 this CPU at tiny sizes and leaves for each a JSON and a Markdown result naming the device, the
 JAX version and the commit; the real plan's own estimate fits the budget; parts that do not
 fit are skipped and said; the results folder and the archive are checked before any work."""
+import dataclasses
 import json
 import subprocess
 import sys
@@ -156,3 +157,21 @@ def test_the_predicted_fractions_are_those_of_the_model():
     for p in pallas_tuning.PREDICTIONS:
         got = model.predict(p.shape, p.kind, pallas_tuning.DEFAULT_DESIGN)["fraction"]
         assert abs(got - p.copy_fraction) < 0.005, (p, got)
+
+
+def test_a_part_still_running_when_the_budget_ends_is_stopped_and_said(tmp_path, monkeypatch):
+    # the layer part's estimate says 1 s; it needs far more: stopped at the budget (+ grace)
+    parts = tuple(dataclasses.replace(p, dry_estimate_s=1) if p.name == "layer" else p
+                  for p in bench_gpu.PARTS)
+    monkeypatch.setattr(bench_gpu, "PARTS", parts)
+    monkeypatch.setattr(bench_gpu, "GRACE_S", 1.0)
+    out = tmp_path / "r"
+    status = bench.main(["gpu", "--dry-run", "--budget-s", "2", "--parts", "layer,grading",
+                         "--out", str(out)])
+    assert status == 1
+    layer = json.loads((out / "layer.json").read_text())
+    assert layer["status"] == "stopped" and "budget ran out" in layer["reason"]
+    assert "Tail of `layer.log`" in (out / "layer.md").read_text()
+    assert json.loads((out / "grading.json").read_text())["status"] == "skipped"
+    summary = json.loads((out / "bench_gpu.json").read_text())
+    assert [p["status"] for p in summary["parts"]] == ["stopped", "skipped"]

@@ -452,6 +452,7 @@ def part_scan(ctx):
     for i, (kind, shape) in enumerate(todo):
         if time.time() > ctx["deadline"] - (5 if dry else 30):
             data["skipped_shapes"] += [list(s) for _, s in todo[i:]]
+            data["reason"] = f"{len(todo) - i} shapes not reached within the budget"
             status = "partial"
             break
         with jax.default_device(device):
@@ -604,7 +605,7 @@ def run_part(args):
         write("failed", {"error": f"{type(err).__name__}: {err}", "traceback": tb[-4000:]},
               "```\n" + tb[-2000:] + "\n```", reason=f"{type(err).__name__}: {str(err)[:200]}")
         return 1
-    write(status, data, body)
+    write(status, data, body, reason=data.get("reason") if isinstance(data, dict) else None)
     return 0
 
 
@@ -749,36 +750,11 @@ def run_gpu(args):
         entry = {"name": part.name, "title": part.title, "estimate_s": part.estimate(args.dry_run),
                  "files": [f"{part.name}.json", f"{part.name}.md"]}
         if entry["estimate_s"] > left:
-            entry.update(status="skipped", reason=f"estimated {entry['estimate_s']:.0f} s, "
-                                                   f"{max(left, 0):.0f} s of the budget left")
-            device = _known(folder, "device", {"device_kind": "unknown (no environment part)"})
-            result = header(part.name, device, _known(folder, "kernel", None), args.dry_run)
-            result.update(title=part.title, status="skipped", reason=entry["reason"],
-                          estimate_s=entry["estimate_s"], seconds=None, data=None)
-            _write(folder, part.name, result, "Not run.")
+            _skip(part, folder, entry, left, args.dry_run)
         else:
             print(f"+ {part.name}: {part.title} (estimate {entry['estimate_s']:.0f} s, "
                   f"{left:.0f} s left)", flush=True)
-            t0 = time.time()
-            rc, stopped = _run_child(part, folder, deadline, args.dry_run)
-            entry["seconds"] = round(time.time() - t0, 1)
-            entry["files"].append(f"{part.name}.log")
-            written = _known_result(folder, part.name)
-            if written is None or stopped or rc != 0:
-                why = (f"stopped when the budget ran out, after {entry['seconds']:.0f} s"
-                       if stopped else f"its process exited with {rc}")
-                device = _known(folder, "device", {"device_kind": "unknown"})
-                result = written or header(part.name, device, _known(folder, "kernel", None),
-                                           args.dry_run) | {"title": part.title, "data": None,
-                                                            "estimate_s": entry["estimate_s"]}
-                tail = (folder / f"{part.name}.log").read_text(errors="replace")[-1500:]
-                result.update(status="stopped" if stopped else "failed",
-                              reason=result.get("reason") or why, seconds=entry["seconds"])
-                if written is None or written["status"] in ("ok", "partial"):
-                    _write(folder, part.name, result, _body_of(folder / f"{part.name}.md")
-                           + f"\n\n{why}. Tail of `{part.name}.log`:\n\n```\n{tail}\n```")
-                written = result
-            entry.update(status=written["status"], reason=written.get("reason"))
+            _run_and_record(part, folder, entry, deadline, args.dry_run)
             print(f"= {part.name}: {entry['status']}"
                   + (f" ({entry['reason']})" if entry.get("reason") else "")
                   + f" in {entry['seconds']:.0f} s", flush=True)
@@ -787,6 +763,46 @@ def run_gpu(args):
     print(_summary_markdown(summary, folder))
     print(f"results: {folder}" + (f" (packed into {args.pack})" if args.pack else ""))
     return 0 if all(p["status"] in ("ok", "skipped") for p in summary["parts"]) else 1
+
+
+def _unknown_header(part, folder, dry_run) -> dict:
+    device = _known(folder, "device", {"device_kind": "unknown (no environment part)"})
+    return header(part.name, device, _known(folder, "kernel", None), dry_run)
+
+
+def _skip(part, folder, entry, left, dry_run):
+    """Record ``part`` as skipped: its estimate exceeds the ``left`` seconds of the budget."""
+    entry.update(status="skipped", reason=f"estimated {entry['estimate_s']:.0f} s, "
+                                           f"{max(left, 0):.0f} s of the budget left")
+    result = _unknown_header(part, folder, dry_run)
+    result.update(title=part.title, status="skipped", reason=entry["reason"],
+                  estimate_s=entry["estimate_s"], seconds=None, data=None)
+    _write(folder, part.name, result, "Not run.")
+
+
+def _run_and_record(part, folder, entry, deadline, dry_run):
+    """Run ``part`` in its own process; where it was stopped or failed without saying so, its
+    result says so (what it wrote before stays, with the tail of its log)."""
+    t0 = time.time()
+    rc, stopped = _run_child(part, folder, deadline, dry_run)
+    entry["seconds"] = round(time.time() - t0, 1)
+    entry["files"].append(f"{part.name}.log")
+    written = _known_result(folder, part.name)
+    if written is not None and not stopped and rc == 0:
+        entry.update(status=written["status"], reason=written.get("reason"))
+        return
+    why = (f"stopped when the budget ran out, after {entry['seconds']:.0f} s" if stopped
+           else f"its process exited with {rc}")
+    said = written is not None and written["status"] == "failed" and not stopped
+    result = written or _unknown_header(part, folder, dry_run) | {
+        "title": part.title, "data": None, "estimate_s": entry["estimate_s"]}
+    if not said:
+        tail = (folder / f"{part.name}.log").read_text(errors="replace")[-1500:]
+        result.update(status="stopped" if stopped else "failed", reason=why,
+                      seconds=entry["seconds"])
+        _write(folder, part.name, result, _body_of(folder / f"{part.name}.md")
+               + f"\n\n{why}. Tail of `{part.name}.log`:\n\n```\n{tail}\n```")
+    entry.update(status=result["status"], reason=result.get("reason"))
 
 
 def _body_of(md_path) -> str:
