@@ -22,7 +22,7 @@ fail() {
 step() { echo "colab lane: $1 ($(( SECONDS - step_start )) s)"; step_start=$SECONDS; }
 
 python=""
-for candidate in "${COLAB_PYTHON:-}" /root/.pyenv/versions/3.13.0/bin/python3.13 "$(command -v python3.13 || true)"; do
+for candidate in "${COLAB_PYTHON:-}" "${PYENV_ROOT:-$HOME/.pyenv}/versions/3.13.0/bin/python3.13" "$(command -v python3.13 || true)"; do
   if [ -n "$candidate" ] && [ -x "$candidate" ]; then python="$candidate"; break; fi
 done
 if [ -z "$python" ]; then

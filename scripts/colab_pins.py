@@ -36,7 +36,9 @@ ROOTS = ("ipykernel", "ipython", "jupyter_client", "jupyter_core", "traitlets", 
          "scipy", "matplotlib", "pillow", "optax", "tqdm", "mlxtend", "scikit-learn", "pandas",
          "pip", "setuptools", "wheel", "packaging",
          "pytest")   # Colab's too; the lane runs tests/test_widgets.py with it on ipywidgets 7.7
-PYTHON_313 = "/root/.pyenv/versions/3.13.0/bin/python3.13"
+#: Colab's Python, where pyenv keeps it (``$COLAB_PYTHON`` names another)
+PYTHON_313 = str(Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+                 / "versions" / "3.13.0" / "bin" / "python3.13")
 
 
 def canonical(name: str) -> str:

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# Download here, into .whl/ (git-ignored), the wheels that the lent GPU machine's image lacks,
-# for Python 3.12 on manylinux x86_64, at the versions this environment tested. The image has
-# JAX, numpy, scipy, matplotlib, optax, tqdm, torch, triton, einops, pytest and hypothesis
-# (/work/.library/device/KINDS.md); the doctor and the benchmarks also need these.
+# Download here, into .whl/ (git-ignored), the wheels that a GPU machine without network lacks,
+# for Python 3.12 on manylinux x86_64, at the versions installed for $PYTHON (the environment
+# the course was tested in). It assumes the machine has JAX with CUDA, numpy, scipy, matplotlib,
+# optax, tqdm, torch, triton, einops, pytest and hypothesis; `lrnn bench gpu`'s grading and
+# notebook parts and the peers also need these. scripts/gpu_run.sh installs them there.
 #
-#     PYTHON=/work/main/.venv/bin/python bash scripts/gpu_wheels.sh [--no-peers]
+#     PYTHON=path/to/python bash scripts/gpu_wheels.sh [--no-peers]
 #
 # Prints each wheel's size and the total with the tree; refuses to leave more than the budget.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
-budget_mib=${BUDGET_MIB:-64}
+budget_mib=${BUDGET_MIB:-64}     # the most the wheels and the tree may weigh together, MiB
 # mlxtend (solutions), the notebook runner (nbformat, nbclient, ipykernel and what they import),
 # ipywidgets (chapter widgets).
 names="mlxtend nbformat nbclient ipykernel jupyter_client jupyter_core traitlets fastjsonschema

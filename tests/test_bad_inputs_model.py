@@ -1,4 +1,4 @@
-"""Bad inputs to the deep model (issue 20): booleans are booleans, every choice is one of its
+"""Bad inputs to the deep model: booleans are booleans, every choice is one of its
 values, params and state must agree with the config, and tokens have the token layout."""
 import jax
 import jax.numpy as jnp

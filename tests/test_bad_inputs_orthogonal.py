@@ -1,4 +1,4 @@
-"""Bad inputs to the orthogonal maps (issue 20): checked in the dtype that will compute them
+"""Bad inputs to the orthogonal maps: checked in the dtype that will compute them
 (float32 underflow and overflow of ‖u‖², inf, NaN), and complex, boolean or text inputs are a
 ValueError naming the argument instead of an error from inside JAX or a matrix outside O(n)."""
 import jax.numpy as jnp

@@ -1,4 +1,4 @@
-"""Bad input to the scans and to ``python -m lrnn bench`` (issue 15): each is a clear error that
+"""Bad input to the scans and to ``python -m lrnn bench``: each is a clear error that
 names the argument and the value received, and nothing is run or lost first."""
 import json
 
@@ -158,7 +158,7 @@ def test_unknown_xla_methods_in_plans_are_refused(nothing_runs):
         bench.main(["plans", "--interpret", "--xla-methods", "pallas"])
 
 
-# ---------------------------------------------------------------- issue 20: what auto runs
+# ---------------------------------------------------------------- what auto runs
 
 @pytest.mark.parametrize("shape, match", [
     (None, "`b_shape`: got None"), ("abc", "`b_shape`: got 'abc'"), ((0,), r"`b_shape`.*\(0,\)"),

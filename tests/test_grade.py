@@ -682,7 +682,7 @@ def test_forbid_and_count_calls_go_to_the_session_under_the_grader():
                               ("count", "anything"), ("uncount", "anything"), ("unforbid",)]
 
 
-# Issue 20 and 22: arguments checked before any work; names and keys one to one
+# Arguments checked before any work; names and keys one to one
 
 def test_out_must_be_a_gradebook_the_grader_wrote(tmp_path):
     sub = tmp_path / "subs"

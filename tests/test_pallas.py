@@ -189,29 +189,100 @@ def fake_gpu(monkeypatch):
     return use
 
 
+@pytest.fixture
+def measured(monkeypatch):
+    """Pretend a stored run of this very kernel on an H100 showed it winning for real inputs
+    with at least 8192 lanes (the rule ``auto`` applies once such a run exists)."""
+    def use(fingerprint=None, min_lanes=8192):
+        gen = dataclasses.replace(
+            pallas_tuning.TABLE["9.0"], auto_real_min_lanes=min_lanes,
+            evidence="a stored run showed it", measurement="bench_gpu_h100_test.json",
+            measured_kernel=fingerprint or scan_pallas.kernel_fingerprint("9.0"))
+        monkeypatch.setitem(pallas_tuning.TABLE, "9.0", gen)
+    return use
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cc,kind", [("9.0", "NVIDIA H100 80GB HBM3"), ("8.0", "NVIDIA A100"),
                                      ("7.5", "Tesla T4"), (None, "some GPU")])
-def test_auto_on_a_gpu_never_picks_what_cannot_run_or_does_not_win(fake_gpu, dtype, cc, kind):
+def test_auto_never_picks_the_kernel_without_a_stored_run_of_it(fake_gpu, dtype, cc, kind):
     fake_gpu(cc, kind)
     for shape, varying in [(WIDE, True), (WIDE, False), (NARROW, False)]:
         method = lrnn.scan.choose_method(shape, backend="gpu", dtype=dtype,
                                          time_invariant=not varying)
-        assert method in ("pallas", "associative")
-        real32 = dtype in ("float32", "bfloat16")
-        # The kernel: only on the measured generation, only for dtypes it reads, only where
-        # it won (real inputs with many sequences × channels).
-        assert (method == "pallas") == (cc == "9.0" and real32 and shape == WIDE), (shape, dtype)
+        assert method == "associative", (shape, dtype, cc)
         text = lrnn.scan.describe(shape, dtype=dtype, time_invariant=not varying)
-        assert "\n" not in text and f"'{method}'" in text and dtype in text
+        assert "\n" not in text and "'associative'" in text and dtype in text
+        real32 = dtype in ("float32", "bfloat16")
         if not real32 and dtype != "complex64":
             assert f"not {dtype}" in text                   # the dtype is the reason
         elif cc in ("7.5", None):
             assert ("7.5" in text) if cc else ("compute capability" in text)
+        elif cc == "9.0":                                   # no stored run: that is the reason
+            assert "no GPU run of the kernel as built is stored" in text
 
 
-def test_auto_falls_back_when_pallas_does_not_import_or_lower(fake_gpu, monkeypatch):
+def test_every_auto_threshold_comes_from_a_stored_run_of_the_kernel_as_built():
+    """A generation's ``auto`` rule holds only with a measurement: a file of book/data/ that
+    recorded the fingerprint of the kernel here (taken at or after its last change)."""
+    import json
+    import pathlib
+    data = pathlib.Path(__file__).resolve().parents[1] / "book" / "data"
+    for cc, gen in pallas_tuning.TABLE.items():
+        if gen.measurement is None:
+            assert gen.auto_real_min_lanes is None and gen.measured_kernel is None, cc
+            continue
+        stored = json.loads((data / gen.measurement).read_text())
+        assert stored["kernel"]["capability"] == cc
+        assert stored["kernel"]["fingerprint"] == gen.measured_kernel == \
+            scan_pallas.kernel_fingerprint(cc), (cc, "the kernel changed since its stored run")
+
+
+def test_the_fingerprint_follows_the_kernel_and_its_plans_not_the_auto_notes(monkeypatch):
+    before = scan_pallas.kernel_fingerprint("9.0")
+    assert before == scan_pallas.kernel_fingerprint("9.0") != scan_pallas.kernel_fingerprint()
+    notes = dataclasses.replace(pallas_tuning.TABLE["9.0"], evidence="other words",
+                                auto_real_min_lanes=1, measurement="x.json")
+    monkeypatch.setitem(pallas_tuning.TABLE, "9.0", notes)
+    assert scan_pallas.kernel_fingerprint("9.0") == before
+    tiles = dict(notes.tiles)
+    tiles[("ti-complex", "wide")] = Tiles(32, 8)
+    monkeypatch.setitem(pallas_tuning.TABLE, "9.0", dataclasses.replace(notes, tiles=tiles))
+    assert scan_pallas.kernel_fingerprint("9.0") != before
+    monkeypatch.undo()
+    monkeypatch.setattr(scan_pallas, "KERNEL_SOURCES", ("pallas.py", "pallas_tuning.py"))
+    assert scan_pallas.kernel_fingerprint("9.0") != before
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("cc,kind", [("9.0", "NVIDIA H100 80GB HBM3"), ("8.0", "NVIDIA A100"),
+                                     ("7.5", "Tesla T4"), (None, "some GPU")])
+def test_with_a_stored_run_auto_follows_its_rule(fake_gpu, measured, dtype, cc, kind):
+    fake_gpu(cc, kind)
+    measured()
+    for shape, varying in [(WIDE, True), (WIDE, False), (NARROW, False)]:
+        method = lrnn.scan.choose_method(shape, backend="gpu", dtype=dtype,
+                                         time_invariant=not varying)
+        real32 = dtype in ("float32", "bfloat16")
+        # The kernel: only on the measured generation, only for dtypes it reads, only where
+        # the stored run had it winning (real inputs with many sequences × channels).
+        assert (method == "pallas") == (cc == "9.0" and real32 and shape == WIDE), (shape, dtype)
+        text = lrnn.scan.describe(shape, dtype=dtype, time_invariant=not varying)
+        assert "\n" not in text and f"'{method}'" in text and dtype in text
+        if method == "pallas":
+            assert "bench_gpu_h100_test.json" in text
+
+
+def test_auto_drops_the_kernel_when_it_changed_since_its_stored_run(fake_gpu, measured):
     fake_gpu("9.0")
+    measured(fingerprint="0" * 16)
+    assert lrnn.scan.choose_method(WIDE, backend="gpu", dtype="float32") == "associative"
+    assert "the kernel changed since its stored run" in lrnn.scan.describe(WIDE, dtype="float32")
+
+
+def test_auto_falls_back_when_pallas_does_not_import_or_lower(fake_gpu, measured, monkeypatch):
+    fake_gpu("9.0")
+    measured()
     assert lrnn.scan.choose_method(WIDE, backend="gpu", dtype="float32") == "pallas"
     for err in (ImportError("No module named 'jax.experimental.pallas.triton'"),
                 NotImplementedError("Unimplemented primitive in Pallas GPU lowering: scan")):
@@ -231,6 +302,7 @@ def test_auto_falls_back_when_pallas_does_not_import_or_lower(fake_gpu, monkeypa
             monkeypatch.undo()
             scan_pallas._kernel_status.cache_clear()
             fake_gpu("9.0")
+            measured()
     assert scan_pallas.kernel_status("gpu")[0] is True     # and the real lowering is cached again
 
 
@@ -371,7 +443,7 @@ def test_the_entry_point_refuses_a_huge_plane_without_allocating_it():
 def test_register_estimate_matches_the_measured_adjoint_and_predicts_spills():
     heavy = "tv-complex"
     at16 = pallas_tuning.registers(Tiles(32, 16, prefetch=True), heavy, adjoint=True)
-    assert 226 <= at16 <= 235                      # ptxas, sm_90 (issue 23)
+    assert 226 <= at16 <= 235                      # ptxas, sm_90 (BASE_REGISTERS)
     assert pallas_tuning.registers(Tiles(32, 32, prefetch=True), heavy, True) > 255
     # fewer live values need fewer registers; a warp per 32 channels, one channel per thread
     assert (pallas_tuning.registers(Tiles(32, 16), "ti-real", False)

@@ -1,4 +1,4 @@
-"""The precision policy (issue 12): checks and grading give the same verdict on a CPU and on
+"""The precision policy: checks and grading give the same verdict on a CPU and on
 a GPU whose float32 matrix products run in TF32.
 
 On a CPU, ``LRNN_EMULATE_TF32=1`` / ``precision.tf32_emulated()`` round the operands of every

@@ -1,4 +1,4 @@
-"""lrnn.scan.linear_scan_planes and the layers built on it (issue 23, "planes end to end").
+"""lrnn.scan.linear_scan_planes and the layers built on it ("planes end to end").
 
 The planes scan must be ``linear_scan`` on ``b_re + i b_im`` for every method, values and
 gradients; the LRU and RotRNN layers must give the numbers of their complex formulation

@@ -97,7 +97,7 @@ def test_gpu_profile_recognises_colab_gpus(kind, name, assumed):
 
 
 def test_the_t4_is_a_tenth_of_an_h100():
-    # The facts of issue 12: ~1/10 of the bandwidth, ~1/8 of the float32 throughput.
+    # The T4's facts: ~1/10 of the bandwidth, ~1/8 of the float32 throughput.
     assert 8 < setup.H100.bandwidth_gbs / setup.T4.bandwidth_gbs < 12
     assert 7 < setup.H100.fp32_tflops / setup.T4.fp32_tflops < 9
     assert setup.T4.sequential_step_s == setup.H100.sequential_step_s == setup.GPU_SEQUENTIAL_STEP_S

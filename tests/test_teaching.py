@@ -1,4 +1,4 @@
-"""Teaching standards of the course (issue 16): exercise notebooks run to the end with
+"""Teaching standards of the course: exercise notebooks run to the end with
 unfinished exercises reported, not raised."""
 from pathlib import Path
 
@@ -237,7 +237,7 @@ def test_no_solution_is_printed_in_its_chapter(solution, chapter):
 
 
 #: Above this similarity to a function of the installed library, a solution counts as a
-#: transcription of it: the library would be the exercise's answer key (issue 24).
+#: transcription of it: the library would be the exercise's answer key.
 LIBRARY_THRESHOLD = 0.8
 
 
@@ -382,7 +382,7 @@ def test_the_lru_paper_is_cited_with_its_own_numbering():
 
 
 # --------------------------------------------------------------------------------------
-# Issue 24: every problem and Think! prompt of the book has an answer a self-learner can open
+# Every problem and Think! prompt of the book has an answer a self-learner can open
 # --------------------------------------------------------------------------------------
 
 import re  # noqa: E402

@@ -231,7 +231,7 @@ def test_config_rejects_bad_arguments(kw, name):
         train.TrainConfig(**kw)
 
 
-#: The flags of ``lrnn train`` before the configuration was nested (issue 11): they must all
+#: The flags of ``lrnn train`` before the configuration was nested: they must all
 #: stay, with their types and defaults (``--model`` is now ``--layer``, and still accepted;
 #: ``--pool`` got the choice ``auto`` for the task's default). NEW_FLAGS were added since.
 OLD_FLAGS = {
@@ -405,7 +405,7 @@ def test_targets_use_only_gpu_runs_of_the_gpu_suite():
 @pytest.mark.parametrize("name", list(experiments.suite("gpu-targets")))
 def test_every_gpu_target_config_builds_and_runs(name):
     # The GPU suite cannot run in CI, but a typo in one of its configurations must not cost a
-    # GPU session: build every model at its full size and run it on 32 steps of its task.
+    # GPU run: build every model at its full size and run it on 32 steps of its task.
     import dataclasses
     cfg = experiments.suite("gpu-targets")[name]
     small_data = dict(n_test=4, **({"n_train": 8} if cfg.task == "listops" else {}))

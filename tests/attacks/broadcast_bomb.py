@@ -1,4 +1,4 @@
-"""A broadcast bomb (issue 22, attack 8): `binary_operator` returns shapes (N, 1) on one call
+"""A broadcast bomb (attack 8): `binary_operator` returns shapes (N, 1) on one call
 and (1, N) on the next, so the hidden test's comparison of two of its results (associativity)
 builds an N x N array in the grader: 1.9 GB at N = 14 000, from under 1 MB sent."""
 # %%

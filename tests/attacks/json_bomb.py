@@ -1,4 +1,4 @@
-"""A JSON bomb (issue 22, attack 7): every call the grader makes answers with a list of
+"""A JSON bomb (attack 7): every call the grader makes answers with a list of
 twenty million empty dicts (about 60 MB on the wire, under the 64 MiB reply limit); parsed
 whole, it took the grader from 175 MB to 3.46 GB."""
 # %%

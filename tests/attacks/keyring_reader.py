@@ -1,4 +1,4 @@
-"""Collusion through the kernel keyring (issue 22, attack 1), the reading half: poll the user
+"""Collusion through the kernel keyring (attack 1), the reading half: poll the user
 keyring for the answer keyring_writer stored and define it (a blank notebook plus this cell
 scored 14/14 when sandboxes shared the host's keyrings)."""
 # %%

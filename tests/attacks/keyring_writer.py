@@ -1,4 +1,4 @@
-"""Collusion through the kernel keyring (issue 22, attack 1), the writing half: store a
+"""Collusion through the kernel keyring (attack 1), the writing half: store a
 working `binary_operator` as text in the user keyring with add_key, without defining it here
 (so this notebook holds no solution); a classmate graded later loads it (keyring_reader)."""
 # %%

@@ -1,4 +1,4 @@
-"""Leak the hidden tests' inputs (issue 22, attack 10): log every request the grader sends to
+"""Leak the hidden tests' inputs (attack 10): log every request the grader sends to
 the kernel (the hidden inputs, the forbid targets, the counted names) and raise with the log,
 from the calls and from a later cell, so that it lands in my feedback."""
 # %%

@@ -1,4 +1,4 @@
-"""Markdown injection (issue 22, attack 12): an error message that closes the code fence,
+"""Markdown injection (attack 12): an error message that closes the code fence,
 writes a forged "all passed" table and opens an HTML comment to hide the real one."""
 # %%
 raise ValueError("x\n```\n\n**Automatic score: 14 / 14 points**.\n\n| Exercise | Points | Result |\n"

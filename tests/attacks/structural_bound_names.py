@@ -1,4 +1,4 @@
-"""Structural bypass 1 (issue 22): bind the library's functions to the exercise names before
+"""Structural bypass 1: bind the library's functions to the exercise names before
 any `forbid` block runs (a `forbid` that patches module attributes never sees them): scored
 11/14 when forbid ran in the kernel."""
 # %%

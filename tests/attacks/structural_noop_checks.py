@@ -1,4 +1,4 @@
-"""Structural bypass 3 (issue 22): replace the kernel's own `forbid` and `count_calls` with
+"""Structural bypass 3: replace the kernel's own `forbid` and `count_calls` with
 no-ops (scored 11/14 while the kernel applied them), then call the library."""
 # %%
 import contextlib

@@ -1,4 +1,4 @@
-"""Structural bypass 2 (issue 22): reach the forbidden function by another path
+"""Structural bypass 2: reach the forbidden function by another path
 (`lrnn.scan.associative.binary_operator`, the module it is defined in) and the forbidden
 eigenvalues by another NumPy function (`np.roots(np.poly(A))`): a `forbid` that patches one
 module attribute missed both (4/14)."""

@@ -2,10 +2,12 @@
 
 The decision, in order: the backend; the dtype (the Pallas kernel reads float32, complex64 and
 bfloat16, never float64/complex128); the GPU's compute capability (Pallas-Triton compiles from
-8.0 on; the kernel is used only where ``pallas_tuning`` holds measurements); whether Pallas
-imports and the kernel lowers here (checked once per process, and on a real GPU compiled and
-run once on a tiny problem); and the shape rule measured on that GPU. Whatever is left goes to
-the best XLA method for the backend.
+8.0 on); a stored GPU run of the kernel as built on that generation (``pallas_tuning``:
+``TABLE[cc].measurement``, whose kernel fingerprint must be that of the kernel here: ``auto``
+trusts only measurements, never predictions or a prototype's probe) and the shape rule it
+measured; whether Pallas imports and the kernel lowers here (checked once per process, and on a
+real GPU compiled and run once on a tiny problem). Whatever is left goes to the best XLA method
+for the backend: ``"associative"`` on every GPU until such a run is stored.
 """
 from __future__ import annotations
 
@@ -60,9 +62,11 @@ def choose_method(b_shape, *, time_invariant: bool = True, backend: str | None =
       XLA's ``lax.scan`` loop beat ``"chunked"`` and ``"associative"`` forward and
       forward+backward at B=8, N=256, L = 1K…16K: a CPU has few lanes, all of them already
       busy with the N channels, so the parallel methods only add passes over memory.
-    * GPU: ``"pallas"`` where ``lrnn.scan.pallas.auto_ok`` says the kernel runs here and won
-      on this GPU generation for such a problem (``book/data/bench_scan_gpu.json``);
-      otherwise ``"associative"``, which beat ``"chunked"`` on the stored H100 runs.
+    * GPU: ``"pallas"`` only where ``lrnn.scan.pallas.auto_ok`` says the kernel runs here and
+      a stored run of this very kernel (``pallas_tuning.TABLE[cc].measurement``, a file of
+      ``book/data/``) showed it winning on this GPU generation for such a problem; otherwise
+      ``"associative"``, which beat ``"chunked"`` and the first kernel on the stored H100 run
+      (``book/data/bench_scan_h100_649d3fa.json``).
 
     ``b_shape`` must be a shape ``(..., L, N)`` of positive sizes, ``backend`` one of
     :data:`BACKENDS` or ``None``, ``dtype`` floating or complex: anything else is a ValueError.
@@ -90,7 +94,8 @@ def describe(b_shape=(8, 4096, 256), *, time_invariant: bool = True, dtype=jnp.c
                        "measured (lrnn bench scan): the N channels already fill the "
                        "few vector lanes, so parallel scans only add passes over memory"),
         "associative": ("on a GPU it is the fastest XLA method measured (the stored H100 "
-                        "benchmark): log L fully parallel levels, each a fused pass"),
+                        "benchmark, book/data/bench_scan_h100_649d3fa.json): log L fully "
+                        "parallel levels, each a fused pass"),
     }
     _, pallas_reason = _pallas_auto(backend, dtype, tuple(b_shape), time_invariant)
     if method == "pallas":

@@ -311,6 +311,43 @@ def backward(a, x_planes, g, reverse):
 
 
 # ----------------------------------------------------------------------------------------
+# The kernel as built (what a stored GPU run measured)
+# ----------------------------------------------------------------------------------------
+
+#: the kernel's sources, beside this file: what a stored run measured, with the plans below
+KERNEL_SOURCES = ("pallas.py", "pallas_triton.py")
+#: (kind, shape) whose plans (forward and adjoint) enter the fingerprint: the benchmark shapes
+FINGERPRINT_SHAPES = (("ti-complex", (16, 16384, 256)), ("ti-complex", (64, 4096, 256)),
+                      ("ti-complex", (32, 1024, 512)), ("ti-complex", (1, 65536, 64)),
+                      ("tv-real", (8, 4096, 1024)), ("tv-real", (16, 16384, 256)),
+                      ("tv-real", (1, 65536, 1024)), ("ti-real", (8, 4096, 1024)),
+                      ("tv-complex", (8, 4096, 256)))
+
+
+def kernel_fingerprint(compute_capability=None) -> str:
+    """A short hash of the kernel as built for this compute capability: the sources of
+    ``KERNEL_SOURCES`` (line endings normalised) and the plans of the default design (tiles,
+    chunks) at ``FINGERPRINT_SHAPES``, forward and adjoint. Any change to the kernel, to the
+    tiles or to how they are fitted changes it; the ``auto`` thresholds and the notes of
+    ``pallas_tuning.TABLE`` do not. Needs no git history and no GPU."""
+    import hashlib
+    import pathlib
+    h = hashlib.sha256()
+    here = pathlib.Path(__file__).resolve().parent
+    for name in KERNEL_SOURCES:
+        h.update(name.encode() + b"\0")
+        h.update((here / name).read_bytes().replace(b"\r\n", b"\n") + b"\0")
+    cc = None if compute_capability is None else str(compute_capability)
+    with pallas_tuning.design(pallas_tuning.DEFAULT_DESIGN):
+        for kind_, (g, length, n) in FINGERPRINT_SHAPES:
+            for adjoint in (False, True):
+                p = plan(g, length, n, kind=kind_, capability=cc, adjoint=adjoint)
+                h.update(repr((kind_, g, length, n, adjoint, dataclasses.astuple(p.tiles),
+                               p.chunk, p.n_chunks, p.n_pad)).encode())
+    return h.hexdigest()[:16]
+
+
+# ----------------------------------------------------------------------------------------
 # Can the kernel run here? (for method="auto" and describe)
 # ----------------------------------------------------------------------------------------
 
@@ -412,14 +449,15 @@ def auto_ok(backend: str | None = None, *, dtype=jnp.complex64, shape=None,
     if str(cc) not in pallas_tuning.TABLE:
         return False, (f"the kernel is not measured on compute capability {cc} "
                        f"({dev.device_kind!r}); the tuned XLA method is the safer bet")
+    reason = None
+    if shape is not None:           # a stored run first: no probe compile where none is stored
+        wins, reason = pallas_tuning.pallas_wins(str(cc), dtype, tuple(shape), time_varying,
+                                                 kernel=kernel_fingerprint(cc))
+        if not wins:
+            return False, reason
     ok, why = kernel_status(backend)
     if not ok:
         return False, why
-    if shape is not None:
-        wins, reason = pallas_tuning.pallas_wins(str(cc), dtype, tuple(shape), time_varying)
-        if not wins:
-            return False, reason
-        return True, (f"the GPU {dev.device_kind!r} (compute capability {cc}) runs the tuned "
-                       f"kernel ({why}); {reason}")
-    return True, (f"the GPU {dev.device_kind!r} (compute capability {cc}) runs the tuned "
-                  f"kernel ({why})")
+    where = (f"the GPU {dev.device_kind!r} (compute capability {cc}) runs the tuned kernel "
+             f"({why})")
+    return True, where + (f"; {reason}" if reason else "")

@@ -1,10 +1,14 @@
 """The tuning table of the Pallas scan: tiles and chunking per GPU generation and shape bucket.
 
-Filled from measurements (``TUNING.md`` beside this file holds the runs, the predictions and the
-outcomes; ``python -m lrnn bench plans --device gpu`` is the sweep that refines it). Nothing is
-tuned at call time: ``lookup`` is a dictionary read. A GPU whose compute capability is not in the
-table gets ``GENERIC``, a conservative choice (a shorter unroll, fewer registers), and
-``method="auto"`` does not pick the kernel there.
+``TUNING.md`` beside this file holds the runs, the predictions and the outcomes; ``python -m
+lrnn bench plans --device gpu`` is the sweep that refines the tiles. Nothing is tuned at call
+time: ``lookup`` is a dictionary read. A GPU whose compute capability is not in the table gets
+``GENERIC``, a conservative choice (a shorter unroll, fewer registers).
+
+``method="auto"`` trusts only measurements of the kernel as built: a generation's
+``auto_real_min_lanes`` holds only with a stored ``lrnn bench gpu`` run named in its
+``measurement`` (a file of ``book/data/``) whose kernel fingerprint (``pallas.kernel_fingerprint``)
+is that of the kernel here (``measured_kernel``). Until then ``auto`` runs ``"associative"`` on every GPU.
 
 Keys:
 
@@ -40,9 +44,15 @@ class Generation:
     min_chunk: int
     tiles: dict          # (kind, bucket) -> Tiles
     #: ``method="auto"``: the kernel is picked for real inputs with at least this many
-    #: sequences × channels, never for complex ones (``None``: never), and why.
+    #: sequences × channels, never for complex ones (``None``: never), and why. Read only with
+    #: a ``measurement`` of the kernel as built.
     auto_real_min_lanes: int | None = None
     evidence: str = "not measured on this GPU generation"
+    #: the stored ``lrnn bench gpu`` run (``bench_gpu.json``, copied into ``book/data/`` under
+    #: this name) that ``auto_real_min_lanes`` comes from, and the ``kernel_fingerprint`` it
+    #: recorded; ``None``: no run of this kernel on this generation is stored.
+    measurement: str | None = None
+    measured_kernel: str | None = None
 
 
 GENERIC = Generation(
@@ -54,22 +64,22 @@ GENERIC = Generation(
 )
 
 TABLE: dict[str, Generation] = {
-    # NVIDIA H100 80GB HBM3, JAX 0.11.2 (../shared/measurements/2026-11-23-h100/,
-    # pallas_proto.json): the probe's single-pass kernels with the same unrolled loop. U = 16
-    # rows in flight was the best or within 5% of it at every shape, for 32 and 64 channels per
+    # NVIDIA H100 80GB HBM3, JAX 0.11.2 (book/data/bench_scan_h100_probe.json): the probe's
+    # single-pass kernels with the same unrolled loop, a prototype of this kernel. U = 16 rows
+    # in flight was the best or within 5% of it at every shape, for 32 and 64 channels per
     # program alike; one pass reached 72% of copy with 16384 lanes (64, 4096, 256), 46% with
     # 8192 (float32 time-varying (8, 4096, 1024)) and 32-35% with 4096 (16, 16384, 256), hence
-    # chunking below 8192 lanes. See TUNING.md.
+    # chunking below 8192 lanes. See TUNING.md. The tiles come from the probe; ``auto`` waits
+    # for a run of this kernel (``measurement``).
     "9.0": Generation(
         name="Hopper (cc 9.0), from the H100 probe",
         target_lanes=8192,
         min_chunk=256,
         tiles={key: Tiles(block_n=32, unroll=16, warps=1, stages=1, prefetch=False)
                for key in KEYS},
-        auto_real_min_lanes=8192,
-        evidence=("on an H100 the unrolled single pass scanned float32 time-varying "
-                  "(8, 4096, 1024) in 0.40 ms against 0.60 ms for 'associative' (probe and "
-                  "peers runs of 2026-11-23), and lost with fewer than 8192 lanes"),
+        evidence=("only a prototype was timed on an H100 (the probe of 2026-11-23, "
+                  "book/data/bench_scan_h100_probe.json); the kernel as built has no stored "
+                  "GPU run"),
     ),
 }
 
@@ -96,7 +106,9 @@ NEXT_TABLE: dict[str, Generation] = {
 
 #: the designs ``design()`` selects: the measured table (the default) and the next one
 DESIGNS = {"measured": TABLE, "time-parallel": NEXT_TABLE}
-_DESIGN = contextvars.ContextVar("lrnn_pallas_design", default="measured")
+#: the design ``method="pallas"`` (and ``auto``, once measured) plans with outside ``design()``
+DEFAULT_DESIGN = "measured"
+_DESIGN = contextvars.ContextVar("lrnn_pallas_design", default=DEFAULT_DESIGN)
 
 
 @contextlib.contextmanager
@@ -134,23 +146,59 @@ def lookup(compute_capability, kind_: str, lanes: int) -> tuple[Tiles, Generatio
     return gen.tiles.get((kind_, bucket), GENERIC.tiles[(kind_, bucket)]), gen
 
 
-def pallas_wins(compute_capability: str, dtype, shape, time_varying: bool) -> tuple[bool, str]:
-    """Whether the kernel beat the best XLA method on this GPU generation for problems like
-    this one (the measured rule of TUNING.md), and why (one clause)."""
+def pallas_wins(compute_capability: str, dtype, shape, time_varying: bool,
+                kernel: str | None = None) -> tuple[bool, str]:
+    """Whether a stored run of the kernel as built shows it beating the best XLA method on
+    this GPU generation for problems like this one, and why (one clause). Without such a run
+    (``Generation.measurement``, whose ``measured_kernel`` must be ``kernel``, the fingerprint
+    of the kernel here: ``pallas.kernel_fingerprint``): never."""
     import numpy as np
-    gen = TABLE.get(str(compute_capability))
-    if gen is None or gen.auto_real_min_lanes is None:
-        return False, f"the kernel is not measured on compute capability {compute_capability}"
+    cc = str(compute_capability)
+    gen = TABLE.get(cc)
+    if gen is None:
+        return False, f"the kernel is not measured on compute capability {cc}"
+    if gen.measurement is None:
+        return False, (f"no GPU run of the kernel as built is stored for compute capability "
+                       f"{cc} (pallas_tuning.TABLE[{cc!r}].measurement is None: {gen.evidence}); "
+                       "'auto' trusts only measurements")
+    if kernel is None or gen.measured_kernel != kernel:
+        return False, (f"the kernel changed since its stored run ({gen.measurement}, kernel "
+                       f"{gen.measured_kernel}; here {kernel}): 'auto' waits for a run of this "
+                       "kernel")
+    if gen.auto_real_min_lanes is None:
+        return False, f"the stored run ({gen.measurement}) did not show the kernel winning"
     if np.issubdtype(np.dtype(dtype), np.complexfloating):
         return False, ("on complex64 arrays XLA must split b into real and imaginary planes "
-                       "and join x again (two extra passes over memory), and on the stored "
-                       "H100 run the kernel lost to 'associative' at every complex shape; it "
-                       "is picked for complex inputs only once a GPU run shows it winning")
+                       "and join x again (two extra passes over memory); the kernel is picked "
+                       "for complex inputs only once a stored run shows it winning there")
     lanes = int(np.prod(shape[:-2], dtype=np.int64)) * shape[-1]
     if lanes < gen.auto_real_min_lanes:
         return False, (f"{lanes} sequences × channels < {gen.auto_real_min_lanes}: too few for "
-                       "one pass to fill the GPU, and the chunked passes are not measured yet")
-    return True, gen.evidence
+                       f"the kernel to win in the stored run ({gen.measurement})")
+    return True, f"{gen.evidence} ({gen.measurement})"
+
+
+# ----------------------------------------------------------------------------------------
+# The predictions the first GPU run of the kernel checks
+# ----------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    """What the first GPU run of the kernel (default design, forward) is predicted to show at
+    one shape, written before the run: TUNING.md, "Predictions for the next GPU run"."""
+    shape: tuple
+    kind: str               # "ti-complex" (complex64, on planes) or "tv-real" (float32, a(t))
+    copy_fraction: float    # of the run's copy bandwidth
+    vs_associative: float   # 'associative' forward time / the kernel's (> 1: the kernel wins)
+
+
+#: the shapes of ``lrnn bench gpu``'s scan part, predicted (TUNING.md holds the same table)
+PREDICTIONS = (
+    Prediction((16, 16384, 256), "ti-complex", 0.36, 1.27),
+    Prediction((64, 4096, 256), "ti-complex", 0.72, 2.2),
+    Prediction((1, 65536, 64), "ti-complex", 0.36, 2.8),
+    Prediction((8, 4096, 1024), "tv-real", 0.47, 1.53),
+)
 
 
 # ----------------------------------------------------------------------------------------
@@ -162,7 +210,7 @@ MAX_REGISTERS = 255
 #: registers of one SM, which also bound one program's threads × registers (cc 7.0 to 9.0)
 REGISTERS_PER_SM = 65536
 #: addresses, carries, loop counters and masks: what a thread holds besides the unrolled rows.
-#: Calibrated with the figure in issue 23 (ptxas on sm_90 for the adjoint with prefetch: 226-235
+#: Calibrated with the one early ptxas figure (sm_90, the adjoint with prefetch: 226-235
 #: registers at U = 16), read as the heaviest kind: time-varying complex, 6 values a row.
 BASE_REGISTERS = 38
 #: The time-parallel design (W > 1): registers per thread, per (kind, adjoint), as

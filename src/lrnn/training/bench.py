@@ -4,6 +4,7 @@
     python -m lrnn bench layer   [--device cpu|gpu] [--out FILE.json] [--d-model 256] ...
     python -m lrnn bench targets [--scan FILE.json] [--layer FILE.json] [--out FILE.md]
     python -m lrnn bench plans   --device gpu [--out FILE.jsonl]    (the kernel's tuning sweep)
+    python -m lrnn bench gpu     --budget-s 420 --out DIR           (every GPU measurement)
 
 ``scan`` times every ``linear_scan`` method and the papers' code on complex64 inputs
 ``(B, L, N)`` with a time-invariant λ (the LRU/RotRNN case):
@@ -70,7 +71,7 @@ from ._bench_common import median_time as _median_time  # noqa: F401
 from ._bench_common import pallas_copy as _pallas_copy  # noqa: F401
 from ._bench_common import parse_shapes as _parse_shapes
 from ._bench_common import require_positive as _require_positive
-from . import bench_layer, bench_plans, bench_step
+from . import bench_gpu, bench_layer, bench_plans, bench_step
 from .bench_layer import layer_targets, papers_scan, run_layer  # noqa: F401 (lrnn bench layer)
 from .bench_plans import run_plans  # noqa: F401 (lrnn bench plans)
 
@@ -330,7 +331,7 @@ def scan_checks(results):
     return checks
 
 
-#: The GPU issue's targets (issue 14). Each: (name, shape, kind, threshold).
+#: The GPU targets of the course. Each: (name, shape, kind, threshold).
 #: "copy"/"copy-planes": fraction of the run's copy bandwidth reached by the pallas forward on
 #: complex64 arrays / on planes; "peer": accelerated-scan's time over ours (float32,
 #: time-varying); "paper": the papers' associative_scan time over ours.
@@ -597,6 +598,7 @@ def parser():
     bench_layer.add_parser(sub)
     bench_plans.add_parser(sub)
     bench_step.add_parser(sub)
+    bench_gpu.add_parser(sub, sys.modules[__name__])
     add_targets_parser(sub)
     return p
 

@@ -186,7 +186,8 @@ def _scan_rows(args, device, names):
     heads = args.heads
     if not names:
         return {"results": [], "speedup_auto_over_paper": {}}
-    specs = layer_scan_rows(want_pallas_rows(args.pallas, device.platform))
+    specs = [s for s in layer_scan_rows(want_pallas_rows(args.pallas, device.platform))
+             if not (getattr(args, "no_time_parallel", False) and s.get("design"))]
     print(f"device: {device.platform} ({device.device_kind}); d_model={d_model} "
           f"d_state={d_state} B={batch} L={length} RotRNN heads={heads}")
     key = jax.random.PRNGKey(0)
@@ -491,5 +492,8 @@ def add_parser(subparsers):
                     help="layer rows: the kernel's rows, on planes (the headline) and on complex "
                          "arrays; auto: on a GPU where it runs; yes: also on a CPU, in Pallas "
                          "interpret mode (slow, for testing)")
+    la.add_argument("--no-time-parallel", action="store_true",
+                    help="leave out the row of the kernel's time-parallel design (Triton "
+                         "compiles each of its passes in up to a minute)")
     la.add_argument("--repeats", type=int, default=5)
     la.set_defaults(run=run_layer)
