@@ -1,7 +1,7 @@
 """The trace that decides bans and counts: what ran during the tested call, by code object.
 
 Each answer below is written into a fresh module namespace, as a notebook cell would define it,
-and called under :class:`lrnn.course.check._trace.CallTrace`. The rebindings are those a ban
+and called under :class:`lrnn.course.check.calltrace.CallTrace`. The rebindings are those a ban
 read from the notebook's text missed (a list, a loop target, a ``with`` target, a lambda
 parameter, a default argument), and the honest habits are those it punished (a self-check or a
 scratch cell that calls the library outside the tested call).
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from lrnn.course.check import ForbiddenCall, count_calls, forbid
-from lrnn.course.check._trace import CallTrace, code_objects, resolve, with_equivalents
+from lrnn.course.check.calltrace import CallTrace, code_objects, resolve, with_equivalents
 from lrnn.course.grading.review import flags
 
 EIG = ["numpy.linalg.eigvals"]

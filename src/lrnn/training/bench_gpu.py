@@ -839,8 +839,9 @@ def add_parser(sub, scan_bench):
     g.add_argument("--budget-s", type=float, default=420.0,
                    help="stop starting parts whose estimate exceeds what is left (default 420)")
     g.add_argument("--out", default=None, help="results folder (new, empty, or its own)")
-    g.add_argument("--pack", default=None,
-                   help="also write the results folder as this .tgz after every part")
+    _io.output_argument(g, "--pack", default=None, suffixes=(".tgz",), owned_by=_owned_archive,
+                        command="lrnn bench gpu",
+                        help="also write the results folder as this .tgz after every part")
     g.add_argument("--dry-run", action="store_true",
                    help="every part on the CPU at tiny sizes (the kernel in interpret mode)")
     g.add_argument("--parts", type=_parts_list, default=None,

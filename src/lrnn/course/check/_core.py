@@ -523,7 +523,7 @@ class forbid:
     """Context manager for hidden tests: the block fails with ``ForbiddenCall`` if any of
     ``targets`` (dotted names such as ``"lrnn.layers.lru.hidden_states"``, with the library
     functions that do the same job) **ran** while it was active: the calls are traced by
-    code object (:mod:`lrnn.course.check._trace`), so aliases and helpers are seen, and
+    code object (:mod:`lrnn.course.check.calltrace`), so aliases and helpers are seen, and
     calls outside the block (a demo cell, a self-check) are not. Compute the reference
     *before* entering it. Under the grader the same trace runs in the student's kernel,
     around each call of the notebook's functions."""
@@ -533,7 +533,7 @@ class forbid:
         self._trace = None
 
     def __enter__(self):
-        from ._trace import CallTrace
+        from .calltrace import CallTrace
         self._trace = CallTrace(self.targets)
         self._trace.__enter__()
         return self
@@ -569,7 +569,7 @@ class count_calls:
         self._trace = None
 
     def __enter__(self):
-        from ._trace import CallTrace
+        from .calltrace import CallTrace
         if self.name not in self.namespace or not callable(self.namespace[self.name]):
             raise NameError(f"count_calls: no function {self.name!r} is defined in the notebook")
         self._trace = CallTrace((), {self.name: self.namespace[self.name]})

@@ -4,7 +4,7 @@ A hidden test writes ``from lrnn.course.check import forbid, count_calls`` (or t
 ``lrnn.check``). In the grader those two names are the grader's own: entering a block records
 it on the test's :class:`~lrnn.course.grading.remote.Session`, and the calls of notebook
 functions made inside it carry the block to the kernel, which traces what the call runs
-(:mod:`lrnn.course.check._trace`): a forbidden function that ran fails the test, counts come
+(:mod:`lrnn.course.check.calltrace`): a forbidden function that ran fails the test, counts come
 back with the results, and what the trace could not decide goes to a person ("needs
 review"). Nothing outside the tested call counts: a demo cell or a self-check that calls the
 library is not the answer.

@@ -15,7 +15,7 @@ nothing the notebook prints can be taken for a reply. Requests:
 * ``call``: call a notebook function on plain-data arguments under
   :func:`lrnn.course.precision.exact_matmuls` and send back the result as plain data; when
   the hidden test has ``forbid``/``count_calls`` blocks in force, the call runs under a
-  :class:`lrnn.course.check._trace.CallTrace`, and the reply says which forbidden functions
+  :class:`lrnn.course.check.calltrace.CallTrace`, and the reply says which forbidden functions
   ran, how often each counted function ran, and what the trace could not decide;
 * ``probe``: the size of the largest array a function creates when traced by JAX.
 
@@ -231,12 +231,12 @@ def _error_fields(error: BaseException) -> dict:
 
 
 def _private_trace():
-    """A copy of :mod:`lrnn.course.check._trace` of the harness's own, outside
+    """A copy of :mod:`lrnn.course.check.calltrace` of the harness's own, outside
     ``sys.modules``: a notebook that patches the module it can import changes nothing in the
     one that traces its calls."""
     import importlib.util
-    from ..check import _trace
-    spec = importlib.util.spec_from_file_location("_lrnn_harness_trace", _trace.__file__)
+    from ..check import calltrace
+    spec = importlib.util.spec_from_file_location("_lrnn_harness_trace", calltrace.__file__)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

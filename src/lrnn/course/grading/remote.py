@@ -9,7 +9,7 @@ has a deadline; a kernel that does not answer in time, answers nonsense or dies 
 calling it sends the arguments (plain data) to the kernel, which calls the student's function
 and sends back the result (plain data). Inside a hidden test's ``with forbid(...)`` or
 ``with count_calls(...)`` block (see :mod:`lrnn.course.grading.context`) the call carries those
-blocks along, the kernel traces the call (:mod:`lrnn.course.check._trace`), and the counts,
+blocks along, the kernel traces the call (:mod:`lrnn.course.check.calltrace`), and the counts,
 the forbidden functions that ran, and what the trace could not decide come back.
 """
 from __future__ import annotations

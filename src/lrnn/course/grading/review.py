@@ -2,7 +2,7 @@
 or fool the trace of a banned call.
 
 A ban (``forbid``) and a count (``count_calls``) are decided by what ran during the hidden
-test (:mod:`lrnn.course.check._trace`), never by the text of the notebook. The trace runs in
+test (:mod:`lrnn.course.check.calltrace`), never by the text of the notebook. The trace runs in
 the student's process, so code written to defeat it (a profile or trace function of its own,
 frames, the garbage collector's view of objects, ``ctypes``, the import system, the grader's
 own modules) could: where the student's cells use such tools, the submission's automatic
@@ -31,7 +31,7 @@ FLAGGED = {
     "_lrnn_harness_trace": "the grader's trace",
 }
 #: Modules of the grader and its trace: importing them from the notebook is tampering.
-GRADER_MODULES = ("lrnn.course.grading", "lrnn.course.check._trace", "lrnn.grading")
+GRADER_MODULES = ("lrnn.course.grading", "lrnn.course.check.calltrace", "lrnn.grading")
 
 
 def _imported(node) -> list[str]:
