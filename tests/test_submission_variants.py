@@ -155,7 +155,7 @@ def test_variants_are_different_honest_answers(chapter):
     assert set(table) == answer_ids
     for gid, options in table.items():
         assert len(options) >= 2, f"{gid}: {len(options)} variants"
-        answers = [build._as_answer(v) for v in options]
+        answers = [build.as_answer(v) for v in options]
         texts = [normalised(a) for _, a in answers] + [normalised(model[gid])]
         assert len(set(texts)) == len(texts), f"{gid}: a variant repeats another or the model"
         for helpers, answer in answers:

@@ -181,7 +181,7 @@ def manual_answers(chapter: int) -> dict[str, str]:
     return out
 
 
-def _as_answer(value) -> tuple[list[str], str]:
+def as_answer(value) -> tuple[list[str], str]:
     """A variant's answer as (helper cell sources, answer source)."""
     if isinstance(value, str):
         return [], value
@@ -208,7 +208,7 @@ def fill(nb, answers: dict, *, manual: dict | None = None):
         gid = grade_id(cell)
         kind = cell_kind(cell)
         if kind == "solution" and gid in answers:
-            helpers, source = _as_answer(answers[gid])
+            helpers, source = as_answer(answers[gid])
             cells.extend(_code_cell(h) for h in helpers)
             cell.source = source
             seen.add(gid)
@@ -485,6 +485,6 @@ def write(nb, folder, name: str, chapter: int | None = None) -> Path:
 
 __all__ = ["CHAPTERS", "Exercise", "exercises", "coded", "expected_points", "total_points", "solution",
            "variant", "variants", "with_habits", "blank", "partial", "write", "file_name",
-           "fill", "model_answers", "manual_answers", "strip_markers", "stems", "stem",
+           "as_answer", "fill", "model_answers", "manual_answers", "strip_markers", "stems", "stem",
            "chapter_of", "exercise_notebook", "solution_notebook", "PARAMETER", "habits",
            "run_in_process", "InProcess", "official_tests", "course_sources"]
