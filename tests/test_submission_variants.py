@@ -105,6 +105,19 @@ def test_habits(chapter):
     assert build.chapter_of(nb) == chapter
 
 
+def test_tracing_sees_a_banned_function_reached_through_an_alias():
+    """The positive control of ``banned_entered``: np.poly reaches numpy.linalg.eigvals through
+    numpy's own import of it, which ``forbid`` (patching the module attribute) does not see."""
+    done = build.solution(1)
+    for cell in done.cells:
+        if build.grade_id(cell) == "ex1.5-solution":
+            cell.source = ("def spectral_radius(A):\n"
+                           "    return float(np.max(np.abs(np.roots(np.poly(A)))))")
+    run = build.run_in_process(done)
+    assert run.results["ex1.5"] == "pass"          # the attribute patch misses it ...
+    assert ("ex1.5", "numpy.linalg.eigvals") in run.banned_entered     # ... tracing does not
+
+
 def test_write_names_the_chapter(tmp_path):
     for chapter in (1, 8):
         nb = build.with_habits(build.solution(chapter))
@@ -123,6 +136,7 @@ def test_builders_score_in_process(chapter):
     total = build.total_points(chapter)
     run = build.run_in_process(build.solution(chapter))
     assert run.points == total and not run.errors, (run.failed(), run.errors)
+    assert not run.banned_entered, run.banned_entered
     assert build.run_in_process(build.blank(chapter)).points == 0
     nb, points = build.partial(chapter)
     assert build.run_in_process(nb).points == points
@@ -181,5 +195,7 @@ def test_variant_passes_the_official_tests(chapter, k):
     hidden tests of the solution notebook (forbid and count_calls active), in this process."""
     run = build.run_in_process(build.variant(chapter, k))
     assert not run.errors, run.errors
+    # not even through an alias: a grader tracing calls by code object sees no banned call
+    assert not run.banned_entered, run.banned_entered
     assert not run.failed(), run.failed()
     assert run.points == build.total_points(chapter)

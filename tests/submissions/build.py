@@ -385,11 +385,14 @@ class InProcess:
     ``"pass"`` or the exception its official tests raised; ``points`` the sum of the passed
     exercises' points; ``output`` what the cells printed; ``errors`` the exceptions raised by
     answer cells and cells the student added (a stub raising NotImplementedError at top level
-    included)."""
+    included); ``banned_entered`` the ``(grade_id, banned name)`` of every banned function whose
+    code ran inside a ``forbid`` block, reached through any alias (what a grader that traces
+    calls by code object would see)."""
     results: dict
     points: float
     output: str
     errors: list
+    banned_entered: list = dataclasses.field(default_factory=list)
 
     def failed(self) -> dict:
         return {k: v for k, v in self.results.items() if v != "pass"}
@@ -412,6 +415,45 @@ def course_sources(chapter: int) -> set[str]:
     return sources | {s.replace(old, new) for s in sources}
 
 
+@contextlib.contextmanager
+def _tracing_bans(entered: list, current: list):
+    """While active, every ``forbid`` block also records (in ``entered``) each banned
+    function whose code object starts running, however it was reached (``forbid`` itself only
+    replaces the module attributes)."""
+    import inspect
+    import sys
+    from lrnn.course.check import _core
+
+    enter, leave = _core.forbid.__enter__, _core.forbid.__exit__
+
+    def code_of(name):
+        module, attr = name.rsplit(".", 1)
+        obj = inspect.unwrap(getattr(importlib.import_module(module), attr))
+        return getattr(obj, "__code__", None)
+
+    def traced_enter(self):
+        codes = {code_of(t): t for t in self.targets}      # before forbid replaces them
+        codes.pop(None, None)
+
+        def profile(frame, event, arg):
+            if event == "call" and frame.f_code in codes:
+                entered.append((current[0], codes[frame.f_code]))
+        result = enter(self)
+        sys.setprofile(profile)
+        return result
+
+    def traced_exit(self, *exc):
+        sys.setprofile(None)
+        return leave(self, *exc)
+
+    _core.forbid.__enter__, _core.forbid.__exit__ = traced_enter, traced_exit
+    try:
+        yield
+    finally:
+        _core.forbid.__enter__, _core.forbid.__exit__ = enter, leave
+        sys.setprofile(None)
+
+
 def run_in_process(nb, chapter: int | None = None, *, student_cells: bool = True) -> InProcess:
     """Run a submission's answers in a fresh namespace of this process, the way the official
     tests see them, without executing the course's demo cells: the chapter's imports cell,
@@ -425,13 +467,16 @@ def run_in_process(nb, chapter: int | None = None, *, student_cells: bool = True
     points = {ex.grade_id: ex.points for ex in coded(chapter)}
     ns: dict = {"__name__": "__main__"}
     results, errors, out = {}, [], io.StringIO()
-    with contextlib.redirect_stdout(out):
+    entered: list = []
+    current = [None]
+    with contextlib.redirect_stdout(out), _tracing_bans(entered, current):
         exec("import lrnn", ns)
         for i, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
             kind, gid = cell_kind(cell), grade_id(cell)
             if kind == "test":
+                current[0] = gid
                 try:
                     with grading_mode():
                         exec(compile(tests[gid], f"<official tests {gid}>", "exec"), ns)
@@ -448,7 +493,7 @@ def run_in_process(nb, chapter: int | None = None, *, student_cells: bool = True
     for gid in points:
         results.setdefault(gid, "test cell missing")
     return InProcess(results, float(sum(points[g] for g, r in results.items() if r == "pass")),
-                     out.getvalue(), errors)
+                     out.getvalue(), errors, entered)
 
 
 # --------------------------------------------------------------------------------------------
