@@ -8,10 +8,10 @@ the hidden tests, the ``lrnn_exercise`` stamp) and changes only what a student c
   hand-graded answer some text: full marks.
 * :func:`variant` — every coded exercise answered by a different correct implementation
   (``variants/chNN.py``), helpers in cells of their own inserted before the answer cell.
-* :func:`with_habits` — a completed notebook as a student hands it back after working in it: cells run
-  out of order with stale outputs, a demo parameter changed, scratch cells that call exactly
-  the library functions the hidden tests ban (outside the answers), and a self-check against
-  the library at the end.
+* :func:`with_habits` — a completed notebook as a student hands it back after working in it:
+  cells run out of order with stale outputs, a demo parameter changed, scratch cells that call
+  exactly the library functions the hidden tests ban (outside the answers), and a self-check
+  against the library at the end.
 * :func:`blank` — as distributed: 0 points.
 * :func:`partial` — the first half of the coded exercises solved: the points of those.
 * :func:`expected_points` — points from the solutions' nbgrader metadata.
