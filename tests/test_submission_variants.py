@@ -101,7 +101,8 @@ def test_habits(chapter):
     for gid, names in banned_targets(chapter).items():
         for name in names:
             leaf = ".".join(name.split(".")[-2:])
-            assert leaf in calls, f"chapter {chapter}: no scratch cell calls {name} (banned in {gid})"
+            assert leaf in calls, \
+                f"chapter {chapter}: no scratch cell calls {name} (banned in {gid})"
     assert build.chapter_of(nb) == chapter
 
 

@@ -109,10 +109,12 @@ def _exercises(chapter: int) -> tuple[Exercise, ...]:
         elif kind in ("test", "manual"):
             graded.append((gid, float(nbgrader_meta(cell).get("points", 0)), kind == "manual"))
     out = tuple(Exercise(gid, exercise_id(gid), points, manual,
-                         tuple(answers.get(exercise_id(gid), ()))) for gid, points, manual in graded)
+                         tuple(answers.get(exercise_id(gid), ())))
+                for gid, points, manual in graded)
     for ex in out:
         if not ex.manual and not ex.answers:
-            raise ValueError(f"chapter {chapter}: exercise {ex.id} has a test cell but no answer cell")
+            raise ValueError(f"chapter {chapter}: exercise {ex.id} has a test cell but no "
+                             "answer cell")
     return out
 
 
@@ -362,7 +364,8 @@ def with_habits(nb, chapter: int | None = None, *, seed: int = 0):
             cells.extend(_code_cell(s) for s in scratch[gid])
             placed.add(gid)
     if set(scratch) - placed:
-        raise ValueError(f"chapter {chapter}: no answer cell for scratch {sorted(set(scratch) - placed)}")
+        raise ValueError(f"chapter {chapter}: no answer cell for scratch "
+                         f"{sorted(set(scratch) - placed)}")
     cells.append(_code_cell(self_check))
     code = [c for c in cells if c.cell_type == "code"]
     counts = list(range(1, len(code) + 1 + rng.randint(3, 20)))
@@ -528,7 +531,8 @@ def write(nb, folder, name: str, chapter: int | None = None) -> Path:
     return path
 
 
-__all__ = ["CHAPTERS", "Exercise", "exercises", "coded", "expected_points", "total_points", "solution",
+__all__ = ["CHAPTERS", "Exercise", "exercises", "coded", "expected_points", "total_points",
+           "solution",
            "variant", "variants", "with_habits", "blank", "partial", "write", "file_name",
            "as_answer", "fill", "model_answers", "manual_answers", "strip_markers", "stems", "stem",
            "chapter_of", "exercise_notebook", "solution_notebook", "PARAMETER", "habits",
