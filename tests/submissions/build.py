@@ -8,10 +8,10 @@ the hidden tests, the ``lrnn_exercise`` stamp) and changes only what a student c
   hand-graded answer some text: full marks.
 * :func:`variant` — every coded exercise answered by a different correct implementation
   (``variants/chNN.py``), helpers in cells of their own inserted before the answer cell.
-* :func:`with_habits` — a completed notebook as it comes back after a real session: cells run
-  out of order with stale outputs, a demo parameter changed, scratch cells that call exactly
-  the library functions the hidden tests ban (outside the answers), and a self-check against
-  the library at the end.
+* :func:`with_habits` — a completed notebook as a student hands it back after working in it:
+  cells run out of order with stale outputs, a demo parameter changed, scratch cells that call
+  exactly the library functions the hidden tests ban (outside the answers), and a self-check
+  against the library at the end.
 * :func:`blank` — as distributed: 0 points.
 * :func:`partial` — the first half of the coded exercises solved: the points of those.
 * :func:`expected_points` — points from the solutions' nbgrader metadata.
@@ -111,10 +111,12 @@ def _exercises(chapter: int) -> tuple[Exercise, ...]:
         elif kind in ("test", "manual"):
             graded.append((gid, float(nbgrader_meta(cell).get("points", 0)), kind == "manual"))
     out = tuple(Exercise(gid, exercise_id(gid), points, manual,
-                         tuple(answers.get(exercise_id(gid), ()))) for gid, points, manual in graded)
+                         tuple(answers.get(exercise_id(gid), ())))
+                for gid, points, manual in graded)
     for ex in out:
         if not ex.manual and not ex.answers:
-            raise ValueError(f"chapter {chapter}: exercise {ex.id} has a test cell but no answer cell")
+            raise ValueError(f"chapter {chapter}: exercise {ex.id} has a test cell but no "
+                             "answer cell")
     return out
 
 
@@ -183,7 +185,7 @@ def manual_answers(chapter: int) -> dict[str, str]:
     return out
 
 
-def _as_answer(value) -> tuple[list[str], str]:
+def as_answer(value) -> tuple[list[str], str]:
     """A variant's answer as (helper cell sources, answer source)."""
     if isinstance(value, str):
         return [], value
@@ -210,7 +212,7 @@ def fill(nb, answers: dict, *, manual: dict | None = None):
         gid = grade_id(cell)
         kind = cell_kind(cell)
         if kind == "solution" and gid in answers:
-            helpers, source = _as_answer(answers[gid])
+            helpers, source = as_answer(answers[gid])
             cells.extend(_code_cell(h) for h in helpers)
             cell.source = source
             seen.add(gid)
@@ -364,7 +366,8 @@ def with_habits(nb, chapter: int | None = None, *, seed: int = 0):
             cells.extend(_code_cell(s) for s in scratch[gid])
             placed.add(gid)
     if set(scratch) - placed:
-        raise ValueError(f"chapter {chapter}: no answer cell for scratch {sorted(set(scratch) - placed)}")
+        raise ValueError(f"chapter {chapter}: no answer cell for scratch "
+                         f"{sorted(set(scratch) - placed)}")
     cells.append(_code_cell(self_check))
     code = [c for c in cells if c.cell_type == "code"]
     counts = list(range(1, len(code) + 1 + rng.randint(3, 20)))
@@ -387,11 +390,14 @@ class InProcess:
     ``"pass"`` or the exception its official tests raised; ``points`` the sum of the passed
     exercises' points; ``output`` what the cells printed; ``errors`` the exceptions raised by
     answer cells and cells the student added (a stub raising NotImplementedError at top level
-    included)."""
+    included); ``banned_entered`` the ``(grade_id, banned name)`` of every banned function whose
+    code ran inside a ``forbid`` block, reached through any alias (what a grader that traces
+    calls by code object would see)."""
     results: dict
     points: float
     output: str
     errors: list
+    banned_entered: list = dataclasses.field(default_factory=list)
 
     def failed(self) -> dict:
         return {k: v for k, v in self.results.items() if v != "pass"}
@@ -414,6 +420,45 @@ def course_sources(chapter: int) -> set[str]:
     return sources | {s.replace(old, new) for s in sources}
 
 
+@contextlib.contextmanager
+def _tracing_bans(entered: list, current: list):
+    """While active, every ``forbid`` block also records (in ``entered``) each banned
+    function whose code object starts running, however it was reached (``forbid`` itself only
+    replaces the module attributes)."""
+    import inspect
+    import sys
+    from lrnn.course.check import _core
+
+    enter, leave = _core.forbid.__enter__, _core.forbid.__exit__
+
+    def code_of(name):
+        module, attr = name.rsplit(".", 1)
+        obj = inspect.unwrap(getattr(importlib.import_module(module), attr))
+        return getattr(obj, "__code__", None)
+
+    def traced_enter(self):
+        codes = {code_of(t): t for t in self.targets}      # before forbid replaces them
+        codes.pop(None, None)
+
+        def profile(frame, event, arg):
+            if event == "call" and frame.f_code in codes:
+                entered.append((current[0], codes[frame.f_code]))
+        result = enter(self)
+        sys.setprofile(profile)
+        return result
+
+    def traced_exit(self, *exc):
+        sys.setprofile(None)
+        return leave(self, *exc)
+
+    _core.forbid.__enter__, _core.forbid.__exit__ = traced_enter, traced_exit
+    try:
+        yield
+    finally:
+        _core.forbid.__enter__, _core.forbid.__exit__ = enter, leave
+        sys.setprofile(None)
+
+
 def run_in_process(nb, chapter: int | None = None, *, student_cells: bool = True) -> InProcess:
     """Run a submission's answers in a fresh namespace of this process, the way the official
     tests see them, without executing the course's demo cells: the chapter's imports cell,
@@ -427,13 +472,16 @@ def run_in_process(nb, chapter: int | None = None, *, student_cells: bool = True
     points = {ex.grade_id: ex.points for ex in coded(chapter)}
     ns: dict = {"__name__": "__main__"}
     results, errors, out = {}, [], io.StringIO()
-    with contextlib.redirect_stdout(out):
+    entered: list = []
+    current = [None]
+    with contextlib.redirect_stdout(out), _tracing_bans(entered, current):
         exec("import lrnn", ns)
         for i, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
             kind, gid = cell_kind(cell), grade_id(cell)
             if kind == "test":
+                current[0] = gid
                 try:
                     with grading_mode():
                         exec(compile(tests[gid], f"<official tests {gid}>", "exec"), ns)
@@ -450,7 +498,7 @@ def run_in_process(nb, chapter: int | None = None, *, student_cells: bool = True
     for gid in points:
         results.setdefault(gid, "test cell missing")
     return InProcess(results, float(sum(points[g] for g, r in results.items() if r == "pass")),
-                     out.getvalue(), errors)
+                     out.getvalue(), errors, entered)
 
 
 # --------------------------------------------------------------------------------------------
@@ -485,8 +533,9 @@ def write(nb, folder, name: str, chapter: int | None = None) -> Path:
     return path
 
 
-__all__ = ["CHAPTERS", "Exercise", "exercises", "coded", "expected_points", "total_points", "solution",
+__all__ = ["CHAPTERS", "Exercise", "exercises", "coded", "expected_points", "total_points",
+           "solution",
            "variant", "variants", "with_habits", "blank", "partial", "write", "file_name",
-           "fill", "model_answers", "manual_answers", "strip_markers", "stems", "stem",
+           "as_answer", "fill", "model_answers", "manual_answers", "strip_markers", "stems", "stem",
            "chapter_of", "exercise_notebook", "solution_notebook", "PARAMETER", "habits",
            "run_in_process", "InProcess", "official_tests", "course_sources"]
