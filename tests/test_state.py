@@ -13,7 +13,7 @@ import lrnn
 from lrnn import layers, model
 from lrnn.scan import reference
 
-METHODS = ["sequential", "associative", "chunked", "pallas", "auto"]
+METHODS = ["sequential", "associative", "chunked", "pallas"]     # "auto" picks one of these
 
 
 # ----------------------------------------------------------------------------------------
@@ -37,10 +37,12 @@ def _problem(rng, shape, complex_, time_varying):
     return a.astype(dt), b.astype(dt), h0.astype(dt)
 
 
+CASES = [(False, False, False), (False, True, False), (False, False, True),
+         (False, True, True), (True, True, False), (True, False, True)]
+
+
 @pytest.mark.parametrize("method", METHODS)
-@pytest.mark.parametrize("reverse", [False, True])
-@pytest.mark.parametrize("complex_,time_varying", [(False, False), (True, False), (False, True),
-                                                   (True, True)])
+@pytest.mark.parametrize("reverse,complex_,time_varying", CASES)
 def test_linear_scan_from_an_initial_state_is_the_float64_loop(rng, method, reverse, complex_,
                                                                time_varying):
     a, b, h0 = _problem(rng, (2, 13, 3), complex_, time_varying)
@@ -130,6 +132,7 @@ def test_initial_state_gradient_is_finite_differences(rng, method, reverse):
     np.testing.assert_allclose(grad, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_gradient_of_initial_state_in_float64(x64, rng):
     a, b, h0 = (v.astype(np.complex128) for v in _problem(rng, (2, 6, 3), True, False))
     for method in ("sequential", "associative", "chunked"):
@@ -250,7 +253,8 @@ def test_layer_step_by_step_is_apply(name, start):
 
 
 @pytest.mark.parametrize("name", LAYERS)
-@pytest.mark.parametrize("chunk", [1, 4, 5, LENGTH])
+@pytest.mark.parametrize("chunk", [1, 5, pytest.param(4, marks=pytest.mark.slow),
+                                   pytest.param(7, marks=pytest.mark.slow)])
 def test_layer_chunks_carrying_the_state_are_one_pass(name, chunk):
     spec, params = _layer(name)
     u = _inputs()
