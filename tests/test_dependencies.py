@@ -18,7 +18,7 @@ SRC = ROOT / "src" / "lrnn"
 #: (part, module path patterns relative to src/lrnn), first match wins.
 PARTS = (
     ("peers", ("training/bench_peers.py",)),
-    ("grading", ("course/grade.py", "course/grading/*.py", "course/doctor.py",
+    ("grading", ("course/grade.py", "course/grading/*.py", "course/doctor/*.py",
                  "course/exercises.py",
                  "course/colab.py")),
     ("notebooks", ("training/*.py", "course/*.py", "course/check/*.py")),
