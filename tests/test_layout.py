@@ -19,6 +19,8 @@ import pytest
 import lrnn
 from lrnn import _aliases
 
+from _rules import assert_every
+
 SRC = pathlib.Path(lrnn.__file__).parent
 
 RANKS = [
@@ -89,12 +91,15 @@ SOURCES = sorted(p for p in SRC.rglob("*.py") if p.name not in ("_aliases.py",)
                  and p != SRC / "__init__.py")
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(SRC)))
-def test_no_module_imports_upward(path):
+def check_no_module_imports_upward(path):
     own = rank(module_name(path))
     assert own is not None, f"{module_name(path)} has no rank: add it to RANKS"
     upward = sorted({m for m in imported_modules(path) if (rank(m) or 0) > own})
     assert not upward, f"{module_name(path)} (rank {own}) imports {upward}"
+
+
+def test_no_module_imports_upward():
+    assert_every(SOURCES, check_no_module_imports_upward, name=lambda p: str(p.relative_to(SRC)))
 
 
 @pytest.mark.parametrize("line", ["from ..training import train", "import lrnn.check",
@@ -303,10 +308,14 @@ def _allowed(reach: str) -> bool:
     return any(reach == k or reach.startswith(k + ".") for k in ALLOWED_PRIVATE)
 
 
-@pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
-def test_no_module_reaches_into_another_packages_private_names(path):
+def check_no_module_reaches_into_another_packages_private_names(path):
     reaches = [r for r in private_reaches(path, module_name(path)) if not _allowed(r)]
     assert not reaches, f"{module_name(path)} reaches private names: {reaches}"
+
+
+def test_no_module_reaches_into_another_packages_private_names():
+    assert_every(sorted(SRC.rglob("*.py")), check_no_module_reaches_into_another_packages_private_names,
+                 name=lambda p: str(p.relative_to(SRC)))
 
 
 @pytest.mark.parametrize("line", ["from ..scan import _api", "from lrnn.scan._api import _scan",
