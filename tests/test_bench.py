@@ -17,6 +17,7 @@ MEMORY_KEYS = {"argument_bytes", "output_bytes", "temp_bytes", "alias_bytes", "p
                "xla_peak_memory_bytes"}
 
 
+@pytest.mark.slow
 def test_scan_benchmark_writes_its_json(tmp_path):
     out = tmp_path / "scan.json"
     md = tmp_path / "targets.md"
@@ -86,6 +87,7 @@ def test_scan_override_is_public_validated_and_undone():
             pass
 
 
+@pytest.mark.slow
 def test_layer_benchmark_smoke(tmp_path):
     out = tmp_path / "layer.json"
     bench.main(["layer", "--device", "cpu", "--d-model", "4", "--d-state", "4", "--batch", "2",
