@@ -24,6 +24,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 
+pytest_plugins = ["pytester"]         # tests/test_tiers.py runs these rules on planted tests
+
 #: CPU seconds (self and waited-for children) that the call of an unmarked test may use.
 UNMARKED_LIMIT_CPU_S = 10.0
 #: Wall seconds, for what CPU time cannot see (a kernel not yet reaped, sleeping, waiting);
@@ -113,9 +115,21 @@ def pytest_runtest_makereport(item, call):
 _COSTS: list[tuple[str, float, float, bool]] = []
 
 
+#: CPU seconds that all the unmarked tests together should stay under: the quick tier's
+#: 3 minutes on 2 cores, less collection.
+TIER_BUDGET_CPU_S = 150.0
+
+
 def pytest_terminal_summary(terminalreporter):
     quick = [c for c in _COSTS if not c[3]]
-    if quick:
-        cpu, wall = sum(c[1] for c in quick), sum(c[2] for c in quick)
-        terminalreporter.write_line(f"tests not marked slow: {len(quick)}, {cpu:.0f} s of CPU and "
-                                    f"{wall:.0f} s of wall time in their setup and calls")
+    if not quick:
+        return
+    cpu, wall = sum(c[1] for c in quick), sum(c[2] for c in quick)
+    terminalreporter.write_line(f"tests not marked slow: {len(quick)}, {cpu:.0f} s of CPU and "
+                                f"{wall:.0f} s of wall time in their setup and calls")
+    if cpu > TIER_BUDGET_CPU_S:
+        terminalreporter.write_line(
+            f"the quick tier's {TIER_BUDGET_CPU_S:.0f} s of CPU are spent; its costliest tests "
+            "(mark some slow, or make them quicker):", yellow=True)
+        for nodeid, c, w, _ in sorted(quick, key=lambda c: -c[1])[:10]:
+            terminalreporter.write_line(f"  {c:6.1f} s CPU {w:7.1f} s wall  {nodeid}")

@@ -23,7 +23,6 @@ OPTIONS = {"n_heads": 2, "n_reflections": 3, "r_min": 0.5, "r_max": 0.9, "max_ph
 def test_the_registry_holds_every_layer_of_the_course():
     assert layers.names() == model.LAYERS == ("lru", "rotrnn", "ornn", "lstm", "rotlstm", "gru",
                                               "rotgru")
-    assert model.RECURRENT_KEYS == {n: layers.get(n).recurrent_keys for n in layers.names()}
     assert model.BIDIRECTIONAL_LAYERS == ("lru", "rotrnn")
     with pytest.raises(ValueError, match="`layer`: got 'rnn'.*'lru', 'rotrnn', 'ornn'"):
         layers.get("rnn")
