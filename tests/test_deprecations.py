@@ -80,11 +80,12 @@ def test_a_submodule_under_an_old_package_name_is_one_module(tmp_path):
     code = ("import sys, warnings\nwarnings.simplefilter('ignore')\n"
             "from lrnn.check.ch02 import random_params\nimport lrnn.course.check.ch02 as new\n"
             "import lrnn.doctor.budgets as b, lrnn.course.doctor.budgets as b2\n"
+            "from lrnn.course.check import exercises\n"
             "print(sys.modules['lrnn.check.ch02'] is new, random_params is new.random_params, "
-            "b is b2)")
+            "b is b2, '1.1' in exercises())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["True", "True", "True"]
+    assert out.stdout.split() == ["True", "True", "True", "True"]   # the folder still lists
 
 
 def test_course_grade_is_an_old_name_with_a_warning():

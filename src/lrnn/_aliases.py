@@ -203,7 +203,14 @@ class _OldNameShield:
         self._finder.invalidate_caches()
 
 
+def _iter_shielded_modules(importer, prefix=""):
+    import pkgutil
+    return pkgutil.iter_importer_modules(importer._finder, prefix)
+
+
 def _shield(paths) -> None:
+    import pkgutil                    # pkgutil.iter_modules lists the folder as before
+    pkgutil.iter_importer_modules.register(_OldNameShield, _iter_shielded_modules)
     for entry in list(paths):
         finder = sys.path_importer_cache.get(entry)
         if isinstance(finder, _OldNameShield):
