@@ -190,6 +190,7 @@ def test_targets_cli_reads_stored_json_and_names_the_source(tmp_path, capsys):
     assert out.read_text().strip() == printed.strip().split("\nwrote")[0].strip()
 
 
+@pytest.mark.slow
 def test_plan_sweep_times_tiles_and_chunks_in_interpret_mode(tmp_path):
     out = tmp_path / "plans.jsonl"
     bench.main(["plans", "--interpret", "--shapes", "2x24x8", "--kinds", "tv-real",
@@ -233,6 +234,7 @@ def test_scan_rows_put_the_kernel_on_planes_first_as_the_headline():
     assert "pallas" not in [r.label for r in bench.scan_rows("gpu", "no")]
 
 
+@pytest.mark.slow
 def test_scan_benchmark_times_the_planes_row_in_interpret_mode(tmp_path):
     out = tmp_path / "scan.json"
     bench.main(["scan", "--device", "cpu", "--shapes", "2x9x4", "--no-tv", "--repeats", "1",
@@ -277,6 +279,7 @@ def test_layer_rows_are_labelled_by_layout():
     assert without[0]["headline"]
 
 
+@pytest.mark.slow
 def test_layer_benchmark_with_the_kernel_in_interpret_mode(tmp_path):
     out = tmp_path / "layer.json"
     bench.main(["layer", "--device", "cpu", "--d-model", "4", "--d-state", "4", "--batch", "2",
