@@ -1,4 +1,4 @@
-"""Bad destinations and arguments of the commands (issue 20): every command that writes checks
+"""Bad destinations and arguments of the commands: every command that writes checks
 where it writes before any work, writes atomically and never replaces a file it did not write;
 a damaged checkpoint or stored result names the file. Each data-loss case asserts that the file
 is unchanged (bytes and mtime) and that no work ran (a spy on the training step, the runs or

@@ -1,5 +1,5 @@
-"""Bad inputs to the layers, the deep model, the data, the training loop and their command lines
-(issue 15): each is a clear error that names the argument, the value and what was expected,
+"""Bad inputs to the layers, the deep model, the data, the training loop and their command lines:
+each is a clear error that names the argument, the value and what was expected,
 never a silent result, a NaN run to the end, or a raw internal error."""
 import subprocess
 import sys

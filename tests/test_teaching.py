@@ -250,7 +250,7 @@ def test_no_solution_is_printed_in_its_chapter():
 
 
 #: Above this similarity to a function of the installed library, a solution counts as a
-#: transcription of it: the library would be the exercise's answer key (issue 24).
+#: transcription of it: the library would be the exercise's answer key.
 LIBRARY_THRESHOLD = 0.8
 
 
@@ -407,7 +407,7 @@ def test_the_lru_paper_is_cited_with_its_own_numbering():
 
 
 # --------------------------------------------------------------------------------------
-# Issue 24: every problem and Think! prompt of the book has an answer a self-learner can open
+# Every problem and Think! prompt of the book has an answer a self-learner can open
 # --------------------------------------------------------------------------------------
 
 import re  # noqa: E402
