@@ -102,6 +102,7 @@ def namespaces():
     return solution_namespaces()
 
 
+@pytest.mark.slow
 def test_without_the_policy_the_emulation_fails_solutions_and_with_it_they_pass(namespaces,
                                                                              monkeypatch):
     """Take the policy out of check() (``exact_matmuls`` replaced by nothing, JAX's DEFAULT
