@@ -204,6 +204,7 @@ def test_library_check_fails_on_a_planted_mistake(name, fn, tol):
     assert result.status == doctor.FAIL, result.detail
 
 
+@pytest.mark.slow
 def test_checks_hold_under_emulated_tf32_only_through_the_course_policy():
     with precision.tf32_emulated():
         probe = doctor.tf32_probe(256)
