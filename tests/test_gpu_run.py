@@ -23,6 +23,7 @@ def _run(tmp_path, *args):
                           timeout=300)
 
 
+@pytest.mark.slow
 def test_dry_run_writes_every_step_with_its_record_and_resumes(tmp_path):
     results = tmp_path / "r"
     steps = ["env", "scan", "plans", "plans-tv", "layer", "targets"]

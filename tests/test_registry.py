@@ -150,6 +150,7 @@ def test_model_and_layers_pick_no_layer_by_name():
     assert "cfg.layer in" not in source
 
 
+@pytest.mark.slow
 def test_the_model_step_benchmark_has_a_row_for_every_layer(tmp_path):
     assert {r["layer"] for r in bench_layer.MODEL_ROWS.values()} == set(layers.names())
     out = bench.main(["layer", "--device", "cpu", "--layers", "none",
