@@ -315,6 +315,7 @@ def check_no_solution_transcribes_the_library(solution):
     assert not copies, f"solutions that transcribe a library function: {copies}"
 
 
+@pytest.mark.slow
 def test_no_solution_transcribes_the_library():
     assert_every(SOLUTION_FILES, check_no_solution_transcribes_the_library, name=lambda p: p.name)
 
