@@ -242,7 +242,7 @@ def test_old_records_load_in_todays_names():
 # ------------------------------------------------------------------ lrnn doctor
 
 def test_doctor_out_dir_checked_before_any_step(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(doctor, "environment_results",
+    monkeypatch.setattr(doctor.checkup, "environment_results",
                         lambda *a, **k: pytest.fail("the doctor started its checks"))
     target = tmp_path / "report.txt"
     target.write_text("keep")
@@ -257,7 +257,7 @@ def test_doctor_out_dir_checked_before_any_step(tmp_path, capsys, monkeypatch):
 
 def test_doctor_never_replaces_a_file_that_is_not_its_report(tmp_path, monkeypatch):
     import jax
-    monkeypatch.setattr(doctor, "environment_results",
+    monkeypatch.setattr(doctor.checkup, "environment_results",
                         lambda *a, **k: pytest.fail("the doctor started its checks"))
     d = jax.devices()[0]
     slug = doctor.device_slug({"platform": d.platform, "device_kind": d.device_kind})
@@ -277,7 +277,7 @@ def test_doctor_never_replaces_a_file_that_is_not_its_report(tmp_path, monkeypat
     (["execute", "x.ipynb", "--cell-timeout", "-5"], "--cell-timeout"),
 ])
 def test_doctor_arguments(capsys, monkeypatch, argv, expected):
-    monkeypatch.setattr(doctor, "run_doctor", lambda **k: pytest.fail("the doctor ran"))
+    monkeypatch.setattr(doctor.cli, "run_doctor", lambda **k: pytest.fail("the doctor ran"))
     assert expected in _cli_error(capsys, doctor.main, argv)
 
 

@@ -163,6 +163,7 @@ def _tiny_run(tmp_path, **kw):
     return train.TrainConfig(**{**base, **kw})
 
 
+@pytest.mark.slow
 def test_training_that_turns_nan_stops_and_names_the_step(tmp_path):
     cfg = _tiny_run(tmp_path, lr=1e30)
     with pytest.raises(train.TrainingDiverged, match=r"step [1-5] of 5.*lower learning rate"):

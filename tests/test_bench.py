@@ -17,6 +17,7 @@ MEMORY_KEYS = {"argument_bytes", "output_bytes", "temp_bytes", "alias_bytes", "p
                "xla_peak_memory_bytes"}
 
 
+@pytest.mark.slow
 def test_scan_benchmark_writes_its_json(tmp_path):
     out = tmp_path / "scan.json"
     md = tmp_path / "targets.md"
@@ -86,6 +87,7 @@ def test_scan_override_is_public_validated_and_undone():
             pass
 
 
+@pytest.mark.slow
 def test_layer_benchmark_smoke(tmp_path):
     out = tmp_path / "layer.json"
     bench.main(["layer", "--device", "cpu", "--d-model", "4", "--d-state", "4", "--batch", "2",
@@ -213,6 +215,7 @@ def test_targets_replace_their_own_table_and_nothing_else(tmp_path, capsys):
                                                          "t.md"]
 
 
+@pytest.mark.slow
 def test_plan_sweep_times_tiles_and_chunks_in_interpret_mode(tmp_path):
     out = tmp_path / "plans.jsonl"
     bench.main(["plans", "--interpret", "--shapes", "2x24x8", "--kinds", "tv-real",
@@ -274,6 +277,7 @@ def test_scan_rows_put_the_kernel_on_planes_first_as_the_headline():
     assert "pallas" not in [r.label for r in bench.scan_rows("gpu", "no")]
 
 
+@pytest.mark.slow
 def test_scan_benchmark_times_the_planes_row_in_interpret_mode(tmp_path):
     out = tmp_path / "scan.json"
     bench.main(["scan", "--device", "cpu", "--shapes", "2x9x4", "--no-tv", "--repeats", "1",
@@ -318,6 +322,7 @@ def test_layer_rows_are_labelled_by_layout():
     assert without[0]["headline"]
 
 
+@pytest.mark.slow
 def test_layer_benchmark_with_the_kernel_in_interpret_mode(tmp_path):
     out = tmp_path / "layer.json"
     bench.main(["layer", "--device", "cpu", "--d-model", "4", "--d-state", "4", "--batch", "2",

@@ -5,6 +5,8 @@ import re
 
 import pytest
 
+from _rules import assert_every
+
 DATA = pathlib.Path(__file__).resolve().parents[1] / "book" / "data"
 SHA = re.compile(r"^[0-9a-f]{7,40}$")
 SHA_IN_TEXT = re.compile(r"commit[^0-9a-f]{0,40}\b([0-9a-f]{7,40})\b")
@@ -37,10 +39,13 @@ def test_there_are_stored_files():
     assert len(FILES) > 80
 
 
-@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(DATA)) for p in FILES])
-def test_every_stored_file_names_a_commit(path):
+def check_every_stored_file_names_a_commit(path):
     assert file_commits(path), (f"{path.relative_to(DATA.parents[1])} names no commit: add "
                                 "'commit' (the producing commit) or 'commit_added' with a note")
+
+
+def test_every_stored_file_names_a_commit():
+    assert_every(FILES, check_every_stored_file_names_a_commit)
 
 
 def test_the_check_can_fail(tmp_path):

@@ -17,6 +17,8 @@ import pytest
 
 from lrnn.course import doctor
 
+from _rules import assert_every
+
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = doctor.notebook_paths(repo=REPO, dirs=doctor.BUDGETED_DIRS)
 
@@ -25,8 +27,12 @@ def test_there_are_notebooks_to_check():
     assert len(NOTEBOOKS) >= 10, NOTEBOOKS
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_recorded_cell_times_are_within_the_cpu_budget(path):
+def check_recorded_cell_times_are_within_the_cpu_budget(path):
     nb = nbformat.read(path, as_version=4)
     problems = doctor.budget_problems(str(path.relative_to(REPO)), nb, doctor.BUDGETS["cpu"])
     assert not problems, "\n".join(problems)
+
+
+def test_recorded_cell_times_are_within_the_cpu_budget():
+    assert_every(NOTEBOOKS, check_recorded_cell_times_are_within_the_cpu_budget,
+                 name=lambda p: f"{p.parent.name}/{p.name}")

@@ -334,7 +334,7 @@ def test_largest_intermediate_asks_a_remote_function():
 
 @pytest.fixture
 def fresh_counts(monkeypatch):
-    monkeypatch.setattr(chk._core, "FAILURES", {})
+    monkeypatch.setattr(chk._run, "FAILURES", {})
 
 
 def _wrong_operator(left, right):

@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from _rules import assert_every
+
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "lrnn"
 
 #: (part, module path patterns relative to src/lrnn), first match wins.
 PARTS = (
     ("peers", ("training/bench_peers.py",)),
-    ("grading", ("course/grade.py", "course/grading/*.py", "course/doctor.py",
+    ("grading", ("course/grade.py", "course/grading/*.py", "course/doctor/*.py",
                  "course/exercises.py",
                  "course/colab.py")),
     ("notebooks", ("training/*.py", "course/*.py", "course/check/*.py")),
@@ -89,14 +91,18 @@ def test_every_module_has_a_part():
         part_of(path)
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(SRC).as_posix())
-def test_module_imports_only_what_its_part_declares(path):
+def check_module_imports_only_what_its_part_declares(path):
     parts = declared()
     part = part_of(path)
     allowed = parts["base"] | FROM_JAX | (parts[part] if part != "base" else set())
     extra = imports(path) - allowed
     assert not extra, (f"{path.relative_to(ROOT)} ({part}) imports {sorted(extra)}, not declared "
                        f"for {'the library' if part == 'base' else f'extra {part!r}'} in pyproject.toml")
+
+
+def test_module_imports_only_what_its_part_declares():
+    assert_every(MODULES, check_module_imports_only_what_its_part_declares,
+                 name=lambda p: p.relative_to(SRC).as_posix())
 
 
 def test_the_library_pulls_no_jupyter_or_grading_package():

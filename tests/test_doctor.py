@@ -204,6 +204,7 @@ def test_library_check_fails_on_a_planted_mistake(name, fn, tol):
     assert result.status == doctor.FAIL, result.detail
 
 
+@pytest.mark.slow
 def test_checks_hold_under_emulated_tf32_only_through_the_course_policy():
     with precision.tf32_emulated():
         probe = doctor.tf32_probe(256)
@@ -275,7 +276,7 @@ def test_no_gpu_benchmark_on_a_cpu(tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 def test_a_failing_check_fails_the_run_and_the_report_says_so(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(doctor, "library_checks", lambda: [
+    monkeypatch.setattr(doctor.checkup, "library_checks", lambda: [
         ("a good check", lambda: (0.0, "exact"), 1e-6),
         ("a planted failure", lambda: (1.0, "off by one"), 1e-6)])
     code = doctor.main(["--skip", "grading", "notebooks", "gpu", "--out-dir", str(tmp_path)])
@@ -289,6 +290,38 @@ def test_a_failing_check_fails_the_run_and_the_report_says_so(monkeypatch, tmp_p
     md = (tmp_path / "doctor_cpu.md").read_text()
     assert md.startswith("# lrnn doctor: cpu (full)") and "| FAIL | library | a planted failure |" in md
     assert "does NOT work here" in md
+
+
+def test_skipped_parts_are_named_in_the_verdict_and_the_saved_report(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(doctor.checkup, "library_checks", lambda: [
+        ("a good check", lambda: (0.0, "exact"), 1e-6)])
+    code = doctor.main(["--skip", "grading", "notebooks", "gpu", "--out-dir", str(tmp_path)])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "partly checked: skipped grading, notebooks, gpu" in out
+    assert "the course works here" not in out
+    report = json.loads((tmp_path / "doctor_cpu.json").read_text())
+    assert report["skipped"] == ["grading", "notebooks", "gpu"] and report["ok"] is True
+    md = (tmp_path / "doctor_cpu.md").read_text()
+    assert "partly checked: skipped grading, notebooks, gpu" in md
+
+
+def test_nothing_checked_is_no_pass(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(doctor.checkup, "library_checks",
+                        lambda: pytest.fail("the library was checked although skipped"))
+    code = doctor.main(["--skip", "library", "grading", "notebooks", "gpu", "--out-dir", str(tmp_path)])
+    assert code == 1
+    out = capsys.readouterr().out
+    assert "nothing checked: skipped library, grading, notebooks, gpu" in out
+    assert "works here" not in out
+    report = json.loads((tmp_path / "doctor_cpu.json").read_text())
+    assert report["ok"] is False
+    assert "nothing checked" in (tmp_path / "doctor_cpu.md").read_text()
+
+
+def test_skipping_an_unknown_part_is_refused():
+    with pytest.raises(ValueError, match="skip: got \\['tests'\\]"):
+        doctor.skipped_parts({"tests"}, REPO)
 
 
 @pytest.mark.slow

@@ -19,6 +19,8 @@ import pytest
 import lrnn
 from lrnn import _aliases
 
+from _rules import assert_every
+
 SRC = pathlib.Path(lrnn.__file__).parent
 
 RANKS = [
@@ -89,12 +91,15 @@ SOURCES = sorted(p for p in SRC.rglob("*.py") if p.name not in ("_aliases.py",)
                  and p != SRC / "__init__.py")
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(SRC)))
-def test_no_module_imports_upward(path):
+def check_no_module_imports_upward(path):
     own = rank(module_name(path))
     assert own is not None, f"{module_name(path)} has no rank: add it to RANKS"
     upward = sorted({m for m in imported_modules(path) if (rank(m) or 0) > own})
     assert not upward, f"{module_name(path)} (rank {own}) imports {upward}"
+
+
+def test_no_module_imports_upward():
+    assert_every(SOURCES, check_no_module_imports_upward, name=lambda p: str(p.relative_to(SRC)))
 
 
 @pytest.mark.parametrize("line", ["from ..training import train", "import lrnn.check",
@@ -117,21 +122,23 @@ def test_old_module_names_are_the_new_modules(old, new):
         assert getattr(lrnn, old.split(".")[1]) is importlib.import_module(new)
 
 
-@pytest.mark.parametrize("old", [*_aliases.OLD_NAMES, *_aliases.OLD_ATTRIBUTES])
 @pytest.mark.parametrize("how", ["import", "attribute"])
-def test_an_old_name_warns_once_naming_the_new_one(old, how):
-    """In a fresh process: the first use of an old name warns, pointing at the user's line."""
-    use = f"import {old}" if how == "import" else f"lrnn.{old.split('.')[1]}"
-    code = ("import warnings, lrnn\nwarnings.simplefilter('always')\n"
-            f"with warnings.catch_warnings(record=True) as w:\n    {use}\n    {use}\n"
-            "print([(str(x.message), x.category.__name__, x.filename) for x in w])")
+def test_an_old_name_warns_once_naming_the_new_one(how):
+    """In a fresh process: the first use of each old name warns once, pointing at the user's
+    line (one process for every name: no name's first use is another's)."""
+    olds = [*_aliases.OLD_NAMES, *_aliases.OLD_ATTRIBUTES]
+    uses = [f"import {old}" if how == "import" else f"lrnn.{old.split('.')[1]}" for old in olds]
+    code = "import warnings, lrnn\nwarnings.simplefilter('always')\nfound = []\n" + "".join(
+        f"with warnings.catch_warnings(record=True) as w:\n    {use}\n    {use}\n"
+        "found.append([(str(x.message), x.category.__name__, x.filename) for x in w])\n"
+        for use in uses) + "print(found)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    found = eval(out.stdout)
-    assert len(found) == 1, found
-    message, category, filename = found[0]
-    assert category == "DeprecationWarning" and filename == "<string>", found[0]
-    assert message.startswith(f"{old} is deprecated: use lrnn."), message
+    for old, found in zip(olds, eval(out.stdout), strict=True):
+        assert len(found) == 1, (old, found)
+        message, category, filename = found[0]
+        assert category == "DeprecationWarning" and filename == "<string>", found[0]
+        assert message.startswith(f"{old} is deprecated: use lrnn."), message
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -165,7 +172,8 @@ def test_python_dash_m_old_names(module):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("usage: "), out.stdout
-    assert out.stderr == f"python -m lrnn.{module} is deprecated: use `lrnn {module}`\n"
+    assert out.stderr == (f"python -m lrnn.{module} is deprecated: use `lrnn {module}` "
+                          f"(the old name goes in lrnn {_aliases.REMOVED_IN})\n")
 
 
 # ----------------------------------------------------------------------------------------
@@ -303,10 +311,14 @@ def _allowed(reach: str) -> bool:
     return any(reach == k or reach.startswith(k + ".") for k in ALLOWED_PRIVATE)
 
 
-@pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
-def test_no_module_reaches_into_another_packages_private_names(path):
+def check_no_module_reaches_into_another_packages_private_names(path):
     reaches = [r for r in private_reaches(path, module_name(path)) if not _allowed(r)]
     assert not reaches, f"{module_name(path)} reaches private names: {reaches}"
+
+
+def test_no_module_reaches_into_another_packages_private_names():
+    assert_every(sorted(SRC.rglob("*.py")), check_no_module_reaches_into_another_packages_private_names,
+                 name=lambda p: str(p.relative_to(SRC)))
 
 
 @pytest.mark.parametrize("line", ["from ..scan import _api", "from lrnn.scan._api import _scan",

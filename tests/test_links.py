@@ -9,6 +9,8 @@ import nbformat
 import pytest
 import yaml
 
+from _rules import assert_every
+
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("sync_headers", ROOT / "scripts" / "sync_headers.py")
 sync_headers = importlib.util.module_from_spec(_spec)
@@ -60,8 +62,7 @@ def test_there_are_notebooks():
     assert any(i.startswith("book/") for i in IDS)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_badge_points_at_this_notebook(path):
+def check_badge_points_at_this_notebook(path):
     nb = nbformat.read(path, as_version=4)
     first = nb.cells[0]
     assert first.cell_type == "markdown"
@@ -75,8 +76,11 @@ def test_badge_points_at_this_notebook(path):
     assert target == path.relative_to(ROOT).as_posix(), "the badge must open this notebook"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_install_cell_uses_config_url(path):
+def test_badge_points_at_this_notebook():
+    assert_every(NOTEBOOKS, check_badge_points_at_this_notebook)
+
+
+def check_install_cell_uses_config_url(path):
     nb = nbformat.read(path, as_version=4)
     specs = [m for c in nb.cells if c.cell_type == "code"
              for m in sync_headers.INSTALL_RE.findall(c.source)]
@@ -84,8 +88,11 @@ def test_install_cell_uses_config_url(path):
     assert set(specs) == {sync_headers.install_spec(URL, BRANCH)}
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_links_resolve(path):
+def test_install_cell_uses_config_url():
+    assert_every(NOTEBOOKS, check_install_cell_uses_config_url)
+
+
+def check_links_resolve(path):
     """Relative links, {doc} cross-references and links into the repository name files that
     exist; no notebook links to the placeholder of another repository."""
     nb = nbformat.read(path, as_version=4)
@@ -113,6 +120,10 @@ def test_links_resolve(path):
             if not _exists_as_doc((base / target.lstrip("/")).resolve()):
                 broken.append("{doc}" + target)
     assert not broken, f"links to missing files: {broken}"
+
+
+def test_links_resolve():
+    assert_every(NOTEBOOKS, check_links_resolve)
 
 
 def test_readme_links_resolve():

@@ -107,6 +107,7 @@ def test_batchnorm_statistics(x64):
 
 # ---------------------------------------------------------------- structure
 
+@pytest.mark.slow
 def test_causality_and_bidirectionality():
     x = jax.random.normal(jax.random.PRNGKey(0), (1, 9, 2))
     x2 = x.at[:, 6:].add(1.0)

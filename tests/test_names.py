@@ -21,6 +21,8 @@ SRC = ROOT / "src" / "lrnn"
 sys.path.insert(0, str(ROOT / "scripts"))
 import rename_old_names  # noqa: E402
 
+from _rules import assert_every
+
 OLD_LEAVES = sorted({old.split(".")[1] for old in [*_aliases.OLD_NAMES, *_aliases.OLD_ATTRIBUTES]})
 OLD_DOTTED = re.compile(rf"(?<![\w.])lrnn\.({'|'.join(OLD_LEAVES)})(?![\w])")
 OLD_FROM_IMPORT = re.compile(r"^[ \t]*from lrnn import \(?([\w ,]+)", re.M)
@@ -60,11 +62,14 @@ def scanned_files():
     return sorted(p for p in files if p.is_file())
 
 
-@pytest.mark.parametrize("path", scanned_files(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_no_old_module_name(path):
+def check_no_old_module_name(path):
     found = old_names_in(sources(path))
     assert not found, (f"{path.relative_to(ROOT)} uses old names {sorted(set(found))}: "
                        "run `python scripts/rename_old_names.py` on it")
+
+
+def test_no_old_module_name():
+    assert_every(scanned_files(), check_no_old_module_name, name=lambda p: str(p.relative_to(ROOT)))
 
 
 @pytest.mark.parametrize("text", [

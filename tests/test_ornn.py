@@ -236,6 +236,7 @@ def test_sign_of_u1_enters_only_the_last_column(rng):
     assert float(g) == pytest.approx(float(np.sum(3 * W_free[:, -1] ** 3)), rel=1e-10)
 
 
+@pytest.mark.slow
 def test_float32_formulations_stay_close_to_float64(rng):
     """float32 values and gradients of both formulations, against the float64 reference."""
     n, m, d_in, L = 32, 8, 4, 50

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from lrnn.course import grading as g
-from lrnn.course.check import _core
+from lrnn.course.check import _core, _run
 from lrnn.course import exercises as ex
 from lrnn.course import precision
 
@@ -102,6 +102,7 @@ def namespaces():
     return solution_namespaces()
 
 
+@pytest.mark.slow
 def test_without_the_policy_the_emulation_fails_solutions_and_with_it_they_pass(namespaces,
                                                                              monkeypatch):
     """Take the policy out of check() (``exact_matmuls`` replaced by nothing, JAX's DEFAULT
@@ -114,7 +115,7 @@ def test_without_the_policy_the_emulation_fails_solutions_and_with_it_they_pass(
     failed = []
     with precision.tf32_emulated():
         with monkeypatch.context() as m, jax.default_matmul_precision("default"):
-            m.setattr(_core, "_exact_matmuls", contextlib.nullcontext)
+            m.setattr(_run, "_exact_matmuls", contextlib.nullcontext)
             for ex_id, name, stem in reversed(cases):     # the matmul-heavy chapters first
                 if not _core.run(ex_id, namespaces[stem][name]).passed:
                     failed.append((ex_id, name, stem))

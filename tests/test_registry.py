@@ -23,7 +23,6 @@ OPTIONS = {"n_heads": 2, "n_reflections": 3, "r_min": 0.5, "r_max": 0.9, "max_ph
 def test_the_registry_holds_every_layer_of_the_course():
     assert layers.names() == model.LAYERS == ("lru", "rotrnn", "ornn", "lstm", "rotlstm", "gru",
                                               "rotgru")
-    assert model.RECURRENT_KEYS == {n: layers.get(n).recurrent_keys for n in layers.names()}
     assert model.BIDIRECTIONAL_LAYERS == ("lru", "rotrnn")
     with pytest.raises(ValueError, match="`layer`: got 'rnn'.*'lru', 'rotrnn', 'ornn'"):
         layers.get("rnn")
@@ -151,6 +150,7 @@ def test_model_and_layers_pick_no_layer_by_name():
     assert "cfg.layer in" not in source
 
 
+@pytest.mark.slow
 def test_the_model_step_benchmark_has_a_row_for_every_layer(tmp_path):
     assert {r["layer"] for r in bench_layer.MODEL_ROWS.values()} == set(layers.names())
     out = bench.main(["layer", "--device", "cpu", "--layers", "none",

@@ -74,6 +74,7 @@ def test_broadcastable_time_varying_decay(x64, rng, method):
     np.testing.assert_allclose(lrnn.linear_scan(a, b, method=method), reference.linear_scan(a, b), rtol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["sequential", "associative", "chunked"])
 @pytest.mark.parametrize("reverse", [False, True])
 def test_long_sequence_float32_stays_close_to_float64(rng, method, reverse):

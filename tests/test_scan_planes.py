@@ -140,6 +140,7 @@ LAYERS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("layer", LAYERS)
 def test_layers_on_planes_give_the_complex_formulation(layer, method):

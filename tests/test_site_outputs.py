@@ -10,6 +10,8 @@ import pytest
 
 from lrnn.course import doctor
 
+from _rules import assert_every
+
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = doctor.notebook_paths(repo=REPO)
 IDS = [f"{p.parent.name}/{p.name}" for p in NOTEBOOKS]
@@ -23,14 +25,16 @@ def _describe(path, found):
     return "\n".join(f"{path.relative_to(REPO)} cell {i}: {what}: {text}" for i, what, text in found)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_no_temporary_kernel_path_in_outputs(path):
+def check_no_temporary_kernel_path_in_outputs(path):
     found = [f for f in doctor.output_problems(_read(path), warnings=False)]
     assert not found, _describe(path, found)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_setup_cell_prints_plain_lines_only(path):
+def test_no_temporary_kernel_path_in_outputs():
+    assert_every(NOTEBOOKS, check_no_temporary_kernel_path_in_outputs)
+
+
+def check_setup_cell_prints_plain_lines_only(path):
     nb = _read(path)
     cells = doctor.setup_cells(nb)
     assert cells, f"{path.relative_to(REPO)} has no setup cell calling lrnn.course.setup.environment()"
@@ -43,10 +47,17 @@ def test_setup_cell_prints_plain_lines_only(path):
             assert stdout.startswith("JAX "), f"{path.relative_to(REPO)} setup cell {i}: {stdout!r}"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_no_warning_in_outputs(path):
+def test_setup_cell_prints_plain_lines_only():
+    assert_every(NOTEBOOKS, check_setup_cell_prints_plain_lines_only)
+
+
+def check_no_warning_in_outputs(path):
     found = [f for f in doctor.output_problems(_read(path)) if f[1] == "warning"]
     assert not found, _describe(path, found)
+
+
+def test_no_warning_in_outputs():
+    assert_every(NOTEBOOKS, check_no_warning_in_outputs)
 
 
 def test_the_checks_catch_the_old_setup_warning():

@@ -1,11 +1,14 @@
-"""Teaching standards of the course: exercise notebooks run to the end with
-unfinished exercises reported, not raised."""
+"""Teaching standards of the course: exercise notebooks run to the end with unfinished
+exercises reported, not raised; no solution is printed in its chapter or copies the library;
+code fits its box; every question of the book has an answer."""
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from lrnn.course import exercises as ex
+
+from _rules import assert_every
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION_FILES = sorted((ROOT / "solutions").glob(ex.NOTEBOOK_GLOB))
@@ -74,10 +77,11 @@ def test_demo_closes_half_drawn_figures(clean_demo_state, capsys):
     assert plt.get_fignums() == []
 
 
-@pytest.mark.parametrize("path", SOLUTION_FILES, ids=lambda p: p.name)
-def test_exercise_notebooks_run_to_the_end(path):
-    """No cell of a generated exercise notebook may raise: demo cells are wrapped, and nbval
-    (which runs exercises/ in CI) fails on any untagged cell that raises."""
+def check_exercise_notebook_is_built_from_its_solution(path):
+    """The committed exercise notebook is what ``lrnn exercises build`` makes of its solution:
+    every demo cell that would raise on an unfinished exercise is wrapped, and no cell is
+    tagged ``raises-exception``. That it then runs to the end is checked where it is executed:
+    by nbval in the full suite."""
     sol = read(path)
     built = ex.build_notebook(sol, path.name)
     demos = [c for c in sol.cells if "exercise-raises" in c.metadata.get("tags", [])]
@@ -87,6 +91,11 @@ def test_exercise_notebooks_run_to_the_end(path):
         assert "raises-exception" not in cell.metadata.get("tags", []), cell.source[:80]
     committed = read(ROOT / "exercises" / path.name)
     assert [c.source for c in committed.cells] == [c.source for c in built.cells]
+
+
+def test_exercise_notebooks_are_built_from_their_solutions():
+    assert_every(SOLUTION_FILES, check_exercise_notebook_is_built_from_its_solution,
+                 name=lambda p: p.name)
 
 
 # --------------------------------------------------------------------------------------
@@ -223,8 +232,8 @@ def test_the_copy_detector_catches_the_old_exercise_1_3():
 PAIRS = [(p, ROOT / "book" / p.name) for p in SOLUTION_FILES if (ROOT / "book" / p.name).exists()]
 
 
-@pytest.mark.parametrize("solution, chapter", PAIRS, ids=lambda p: p.name)
-def test_no_solution_is_printed_in_its_chapter(solution, chapter):
+def check_no_solution_is_printed_in_its_chapter(pair):
+    solution, chapter = pair
     units = chapter_units(read(chapter))
     copies = []
     for gid, body in solution_bodies(read(solution)):
@@ -234,6 +243,10 @@ def test_no_solution_is_printed_in_its_chapter(solution, chapter):
         if score > COPY_THRESHOLD:
             copies.append(f"{gid}: {score:.2f}")
     assert not copies, f"solutions printed nearly verbatim in {chapter.name}: {copies}"
+
+
+def test_no_solution_is_printed_in_its_chapter():
+    assert_every(PAIRS, check_no_solution_is_printed_in_its_chapter, name=lambda p: p[0].name)
 
 
 #: Above this similarity to a function of the installed library, a solution counts as a
@@ -279,6 +292,7 @@ def library_matches(solution: str, threshold: float = LIBRARY_THRESHOLD) -> list
     return sorted(found, reverse=True)
 
 
+@pytest.mark.slow
 def test_the_library_detector_catches_a_transcribed_library_function():
     import inspect
     from lrnn.layers import lru
@@ -290,8 +304,7 @@ def test_the_library_detector_catches_a_transcribed_library_function():
     assert not library_matches(OLD_EXERCISE_1_3)        # unrelated code does not match
 
 
-@pytest.mark.parametrize("solution", SOLUTION_FILES, ids=lambda p: p.name)
-def test_no_solution_transcribes_the_library(solution):
+def check_no_solution_transcribes_the_library(solution):
     """Every exercise's solution stays under 0.8 token similarity to every library function,
     the one that computes the same thing included (the check modules' references too)."""
     copies = []
@@ -302,15 +315,24 @@ def test_no_solution_transcribes_the_library(solution):
     assert not copies, f"solutions that transcribe a library function: {copies}"
 
 
+@pytest.mark.slow
+def test_no_solution_transcribes_the_library():
+    assert_every(SOLUTION_FILES, check_no_solution_transcribes_the_library, name=lambda p: p.name)
+
+
 _EQUATION = re.compile(r"\beqs?\.|\bEq\.|Lemma|Theorem|Prop\.|Proposition|Algorithm|§|App\.|"
                        r"Table|Fig\.|=")
 
 
-@pytest.mark.parametrize("ex_id", sorted(registered(), key=lambda k: tuple(map(int, k.split(".")))))
-def test_stubs_point_to_equations_not_to_the_library(ex_id):
+def check_stubs_point_to_equations_not_to_the_library(ex_id):
     reference = registered()[ex_id].reference
     assert "lrnn." not in reference and "numpy." not in reference, reference
     assert _EQUATION.search(reference), f"exercise {ex_id}: no equation in {reference!r}"
+
+
+def test_stubs_point_to_equations_not_to_the_library():
+    assert_every(sorted(registered(), key=lambda k: tuple(map(int, k.split(".")))),
+                 check_stubs_point_to_equations_not_to_the_library)
 
 
 def test_every_chapter_has_graded_exercises():
@@ -360,8 +382,7 @@ OWNED = sorted((ROOT / "book").glob("0[0-5]_*.ipynb")) + SOLUTION_FILES
 GENERATED = sorted((ROOT / "exercises").glob(ex.NOTEBOOK_GLOB))
 
 
-@pytest.mark.parametrize("path", OWNED + GENERATED, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_code_lines_fit_their_box(path):
+def check_code_lines_fit_their_box(path):
     """At most 100 characters per code line, in the generated exercise notebooks too (stubs and
     demo cells indented by the build); the shared setup cell, synced across every notebook by
     scripts/sync_headers.py, is left out."""
@@ -369,6 +390,11 @@ def test_code_lines_fit_their_box(path):
             if cell.cell_type == "code" and not cell.source.startswith("# Setup: in Colab")
             for line in cell.source.split("\n") if len(line) > 100]
     assert not long, f"code lines over 100 characters (cell, length): {long}"
+
+
+def test_code_lines_fit_their_box():
+    assert_every(OWNED + GENERATED, check_code_lines_fit_their_box,
+                 name=lambda p: f"{p.parent.name}/{p.name}")
 
 
 def test_the_lru_paper_is_cited_with_its_own_numbering():
@@ -405,12 +431,15 @@ def prompts_without_answers(nb):
             and not (i + 1 < len(cells) and is_answer(cells[i + 1]))]
 
 
-@pytest.mark.parametrize("path", BOOK_FILES, ids=[p.stem for p in BOOK_FILES])
-def test_every_problem_and_think_prompt_is_followed_by_an_answer(path):
+def check_every_problem_and_think_prompt_is_followed_by_an_answer(path):
     nb = read(path)
     assert not prompts_without_answers(nb), (
         f"{path.name}: cells {prompts_without_answers(nb)} ask a question (Think! or Problems) "
         "and are not followed by a collapsed answer cell (```{admonition} Answer / :class: dropdown)")
+
+
+def test_every_problem_and_think_prompt_is_followed_by_an_answer():
+    assert_every(BOOK_FILES, check_every_problem_and_think_prompt_is_followed_by_an_answer)
 
 
 def test_the_answer_check_can_fail():

@@ -15,6 +15,7 @@ from lrnn.training import experiments, train
 from lrnn import model
 
 
+@pytest.mark.slow
 def test_lru_learns_the_adding_problem():
     """LRU on the adding problem, T = 100: test MSE below 0.0167, 10x under the 0.167 of
     predicting the mean (oRNN §5.2). About 15 s of CPU time."""
@@ -41,6 +42,7 @@ def _leaves_equal(a, b):
     return len(la) == len(lb) and all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(la, lb))
 
 
+@pytest.mark.slow
 def test_resumed_run_ends_where_the_uninterrupted_run_ends(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()

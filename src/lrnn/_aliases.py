@@ -6,7 +6,14 @@ through either name is seen through both) with a ``DeprecationWarning``, ``lrnn.
 same through ``lrnn.__getattr__``, ``lrnn.check.ch02`` is ``lrnn.course.check.ch02``, and
 ``python -m lrnn.train`` runs ``lrnn train`` after a one-line notice on stderr.
 ``lrnn.rotlstm``, the old home of both gated cells, is a module of its own made of names of
-``lrnn.layers.lstm`` and ``lrnn.layers.gru`` (``OLD_ATTRIBUTES``).
+``lrnn.layers.lstm`` and ``lrnn.layers.gru`` (``OLD_ATTRIBUTES``). Renamed keywords warn through
+:func:`warn_keyword` (``lrnn._validate.renamed_keywords``, ``TrainConfig``).
+
+Every old name goes in lrnn :data:`REMOVED_IN`, and says so; a test fails once the package's
+version reaches it, so that they are removed then. The finder sits after Python's own finders
+and answers only ``lrnn.`` names: an import that Python's finders satisfy never reaches it.
+The folder of a package with an old name gets a shield (``_OldNameShield``) so that its
+submodules, imported under the old name, are the same module objects too.
 """
 from __future__ import annotations
 
@@ -18,6 +25,9 @@ import os
 import sys
 import types
 import warnings
+
+#: The version of lrnn without the old names.
+REMOVED_IN = "0.2"
 
 OLD_NAMES = {
     "lrnn.lru": "lrnn.layers.lru",
@@ -38,6 +48,12 @@ OLD_NAMES = {
     "lrnn.doctor": "lrnn.course.doctor",
 }
 
+#: Old names below the top level (no attribute of ``lrnn``): old -> new module. ``python -m``
+#: of one runs the ``lrnn`` command of ``_COMMANDS``.
+OLD_SUBMODULES = {
+    "lrnn.course.grade": "lrnn.course.grading",
+}
+
 #: Old modules that are no single new module: old attribute -> (new module, its name there).
 OLD_ATTRIBUTES = {
     "lrnn.rotlstm": {
@@ -56,6 +72,7 @@ OLD_ATTRIBUTES = {
 #: ``python -m OLD`` -> the subcommand of ``lrnn`` that replaces it.
 OLD_COMMANDS = {"lrnn.train": "train", "lrnn.experiments": "experiments", "lrnn.bench": "bench",
                 "lrnn.grade": "grade", "lrnn.doctor": "doctor", "lrnn.exercises": "exercises"}
+_COMMANDS = {**OLD_COMMANDS, "lrnn.course.grade": "grade"}
 
 
 def new_name(fullname: str) -> str | None:
@@ -63,7 +80,7 @@ def new_name(fullname: str) -> str | None:
     ``lrnn.rotlstm`` answers ``lrnn.layers.lstm``, where most of it went."""
     if fullname in OLD_ATTRIBUTES:
         return next(iter(OLD_ATTRIBUTES[fullname].values()))[0]
-    for old, new in OLD_NAMES.items():
+    for old, new in (*OLD_NAMES.items(), *OLD_SUBMODULES.items()):
         if fullname == old or fullname.startswith(old + "."):
             return new + fullname[len(old):]
     return None
@@ -91,16 +108,26 @@ def _caller_stacklevel() -> int:
     return 1
 
 
+GOES = f"(the old name goes in lrnn {REMOVED_IN})"
+
+
 def notice(old: str) -> str:
     """The one line said when ``old`` is used."""
     if old in OLD_ATTRIBUTES:
         homes = sorted({module for module, _ in OLD_ATTRIBUTES[old].values()})
-        return f"{old} is deprecated: use {' and '.join(homes)}"
-    return f"{old} is deprecated: use {new_name(old)}"
+        return f"{old} is deprecated: use {' and '.join(homes)} {GOES}"
+    return f"{old} is deprecated: use {new_name(old)} {GOES}"
 
 
 def warn(old: str) -> None:
     warnings.warn(notice(old), DeprecationWarning, stacklevel=_caller_stacklevel())
+
+
+def warn_keyword(where: str, old: str, new: str, *, stacklevel: int = 2) -> None:
+    """``where(old=...)`` was called: the keyword is ``new`` now. ``stacklevel`` counts from
+    the caller of this function, as ``warnings.warn``'s does."""
+    warnings.warn(f"{where}({old}=...) is deprecated: use {new}=... {GOES}", DeprecationWarning,
+                  stacklevel=stacklevel + 1)
 
 
 def _composite(fullname: str) -> types.ModuleType:
@@ -117,12 +144,13 @@ class _AliasLoader(importlib.abc.Loader):
         self._spec = None
 
     def create_module(self, spec):
-        if self.old in OLD_NAMES or self.old in OLD_ATTRIBUTES:  # once, not per submodule
+        if self.old in OLD_NAMES or self.old in OLD_SUBMODULES or self.old in OLD_ATTRIBUTES:
             warn(self.old)
         if self.old in OLD_ATTRIBUTES:
             return _composite(self.old)
         module = importlib.import_module(self.target)
         self._spec = module.__spec__
+        _shield(getattr(module, "__path__", ()))
         return module
 
     def exec_module(self, module):
@@ -133,9 +161,9 @@ class _AliasLoader(importlib.abc.Loader):
         """For ``python -m OLD.NAME``: one line on stderr, then the command it became
         (``lrnn.cli``, so that ``lrnn.cli.COMMANDS`` alone says which module runs it), or for
         an old name that was no command, the module under its current name as ``__main__``."""
-        command = OLD_COMMANDS.get(fullname)
+        command = _COMMANDS.get(fullname)
         now = f"lrnn {command}" if command else f"python -m {self.target}"
-        line = f"python -m {fullname} is deprecated: use `{now}`"
+        line = f"python -m {fullname} is deprecated: use `{now}` {GOES}"
         # runpy set sys.argv[0] to the alias's origin, None: a path, as `python -m` gives
         run = ("import lrnn.cli\nsys.argv[0] = lrnn.cli.__file__\n"
                f"sys.exit(lrnn.cli.main([{command!r}, *sys.argv[1:]]))\n"
@@ -150,12 +178,51 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
         if not fullname.startswith("lrnn.") or not is_old_name(fullname):
             return None
         new = new_name(fullname)
-        if fullname in OLD_ATTRIBUTES or fullname in OLD_COMMANDS:
+        if fullname in OLD_ATTRIBUTES or fullname in _COMMANDS:
             is_package = False   # `python -m` runs a command's get_code, not a package's __main__
         else:
             is_package = importlib.util.find_spec(new).submodule_search_locations is not None
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(fullname, new),
                                               is_package=is_package)
+
+
+class _OldNameShield:
+    """Python's own finder of the folder of a package that has an old name, but for names under
+    the old one: ``lrnn.check.ch02`` would otherwise be found there, before the alias finder,
+    and loaded a second time. Left to the alias finder, it is ``lrnn.course.check.ch02``."""
+
+    def __init__(self, finder):
+        self._finder = finder
+
+    def find_spec(self, fullname, target=None):
+        if is_old_name(fullname):
+            return None
+        return self._finder.find_spec(fullname, target)
+
+    def invalidate_caches(self):
+        self._finder.invalidate_caches()
+
+
+def _iter_shielded_modules(importer, prefix=""):
+    import pkgutil
+    return pkgutil.iter_importer_modules(importer._finder, prefix)
+
+
+def _shield(paths) -> None:
+    import pkgutil                    # pkgutil.iter_modules lists the folder as before
+    pkgutil.iter_importer_modules.register(_OldNameShield, _iter_shielded_modules)
+    for entry in list(paths):
+        finder = sys.path_importer_cache.get(entry)
+        if isinstance(finder, _OldNameShield):
+            continue
+        for hook in ([] if finder is not None else sys.path_hooks):
+            try:
+                finder = hook(entry)
+                break
+            except ImportError:
+                continue
+        if finder is not None:
+            sys.path_importer_cache[entry] = _OldNameShield(finder)
 
 
 def old_attribute(package: str, name: str):
@@ -168,5 +235,6 @@ def old_attribute(package: str, name: str):
 
 
 def install() -> None:
+    """Append the finder: Python's own finders answer every existing module first."""
     if not any(isinstance(f, _AliasFinder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AliasFinder())
+        sys.meta_path.append(_AliasFinder())

@@ -5,9 +5,10 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-import warnings
 
 import numpy as np
+
+from . import _aliases
 
 
 def describe_value(x) -> str:
@@ -169,8 +170,7 @@ def renamed_keywords(**renames):
                 if old in kwargs:
                     if new in kwargs:
                         raise TypeError(f"{fn.__name__}() got both {new!r} and its old name {old!r}")
-                    warnings.warn(f"{fn.__module__}.{fn.__name__}({old}=...) is deprecated: use "
-                                  f"{new}=...", DeprecationWarning, stacklevel=2)
+                    _aliases.warn_keyword(f"{fn.__module__}.{fn.__name__}", old, new)
                     kwargs[new] = kwargs.pop(old)
             return fn(*args, **kwargs)
         return wrapper

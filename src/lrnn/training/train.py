@@ -36,7 +36,6 @@ import os
 import re
 import sys
 import time
-import warnings
 import zipfile
 
 import jax
@@ -45,7 +44,7 @@ import numpy as np
 import optax
 
 from . import data as data_lib
-from .. import _io
+from .. import _aliases, _io
 from .. import model as model_lib
 from .._validate import fail, require_choice, require_finite, require_positive_int
 
@@ -118,8 +117,7 @@ class TrainConfig:
             if old in options:
                 if new in options:
                     raise TypeError(f"TrainConfig() got both {new!r} and its old name {old!r}")
-                warnings.warn(f"TrainConfig({old}=...) is deprecated: use {new}=...",
-                              DeprecationWarning, stacklevel=2)
+                _aliases.warn_keyword("TrainConfig", old, new)
                 options[new] = options.pop(old)
         unknown = sorted(set(options) - set(own) - set(MODEL_FLAGS))
         if unknown:
@@ -677,7 +675,8 @@ class _DeprecatedFlag(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         new = "--" + self.dest.replace("_", "-")
-        print(f"{parser.prog}: note: {option_string} is deprecated, use {new}", file=sys.stderr)
+        print(f"{parser.prog}: note: {option_string} is deprecated, use {new} {_aliases.GOES}",
+              file=sys.stderr)
         setattr(namespace, self.dest, values)
 
 

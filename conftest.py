@@ -1,0 +1,135 @@
+"""The test tiers (README, "Run the tests").
+
+* ``python -m pytest``: everything, the notebooks of book/, solutions/ and exercises/ executed
+  by nbval in lax mode (every cell must run; cells tagged ``nbval-check-output`` must reproduce
+  their output after tests/nbval_sanitize.cfg). nbval's options are set here rather than in
+  pyproject's ``addopts`` so that ``-p no:nbval`` works too.
+* ``python -m pytest -m "not slow"``: the developers' tier. Every notebook cell nbval collects is
+  marked ``notebook`` and ``slow`` here, so the tier executes no notebook.
+
+A test that is not marked ``slow`` must stay quick: one whose setup and call use more than
+:data:`UNMARKED_LIMIT_CPU_S` of CPU (this process and the subprocesses it waited for, so a busy
+machine does not make it fail) or more than :data:`UNMARKED_LIMIT_WALL_S` of wall time fails,
+saying so. ``LRNN_UNMARKED_LIMIT_SCALE`` multiplies both (a slow CPU may need 2). The
+terminal summary gives the CPU and wall time of the unmarked tests together, and
+``LRNN_TEST_COSTS=FILE`` writes every test's ``nodeid, cpu s, wall s, slow`` there (tab
+separated), to see where a run's time goes.
+"""
+import os
+import resource
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
+
+pytest_plugins = ["pytester"]         # tests/test_tiers.py runs these rules on planted tests
+
+#: CPU seconds (self and waited-for children) that the call of an unmarked test may use.
+UNMARKED_LIMIT_CPU_S = 10.0
+#: Wall seconds, for what CPU time cannot see (a kernel not yet reaped, sleeping, waiting);
+#: generous, so that a loaded machine does not fail a test that is quick on its own.
+UNMARKED_LIMIT_WALL_S = 120.0
+
+
+def pytest_configure(config):
+    if config.pluginmanager.hasplugin("nbval"):
+        opt = config.option
+        if not opt.nbval:                     # `--nbval` asks for strict output comparison
+            opt.nbval_lax = True
+        opt.nbval_current_env = True
+        if opt.nbval_sanitize_with is None:
+            opt.nbval_sanitize_with = str(ROOT / "tests" / "nbval_sanitize.cfg")
+        if str(opt.nbval_cell_timeout) == "2000":   # nbval's default: ours is the budget's 300 s
+            opt.nbval_cell_timeout = 300
+
+
+def is_notebook_item(item) -> bool:
+    return item.path.suffix == ".ipynb"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if is_notebook_item(item):
+            item.add_marker(pytest.mark.notebook)
+            item.add_marker(pytest.mark.slow)
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def over_limit(cpu_s: float, wall_s: float, scale: float = 1.0) -> str | None:
+    """Why a call that used ``cpu_s`` and ``wall_s`` is too slow for an unmarked test, or None."""
+    if cpu_s > UNMARKED_LIMIT_CPU_S * scale:
+        return f"used {cpu_s:.1f} s of CPU, over the {UNMARKED_LIMIT_CPU_S * scale:g} s"
+    if wall_s > UNMARKED_LIMIT_WALL_S * scale:
+        return f"took {wall_s:.1f} s, over the {UNMARKED_LIMIT_WALL_S * scale:g} s"
+    return None
+
+
+def _measured(item, phase):
+    cpu, wall = _cpu_seconds(), time.perf_counter()
+    yield
+    spent = getattr(item, "_lrnn_cost", {})
+    spent[phase] = (_cpu_seconds() - cpu, time.perf_counter() - wall)
+    item._lrnn_cost = spent
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    """Setup counts: a module fixture that grades notebooks is paid by the first test using it."""
+    yield from _measured(item, "setup")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    yield from _measured(item, "call")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    spent = getattr(item, "_lrnn_cost", {})
+    if call.when != "call" or "call" not in spent:
+        return
+    cost = [sum(phase[k] for phase in spent.values()) for k in (0, 1)]
+    slow = item.get_closest_marker("slow") is not None
+    _COSTS.append((item.nodeid, *cost, slow))
+    if os.environ.get("LRNN_TEST_COSTS"):
+        with open(os.environ["LRNN_TEST_COSTS"], "a", encoding="utf-8") as f:
+            f.write(f"{item.nodeid}\t{cost[0]:.2f}\t{cost[1]:.2f}\t{int(slow)}\n")
+    if slow or not report.passed:
+        return
+    why = over_limit(*cost, scale=float(os.environ.get("LRNN_UNMARKED_LIMIT_SCALE", "1")))
+    if why:
+        report.outcome = "failed"
+        report.longrepr = (f"{item.nodeid}: {why} allowed to a test that is not marked slow "
+                           "(conftest.py): mark it @pytest.mark.slow, or make it quicker, so that "
+                           '`python -m pytest -m "not slow"` stays a quick tier')
+
+
+_COSTS: list[tuple[str, float, float, bool]] = []
+
+
+#: CPU seconds that all the unmarked tests together should stay under: the quick tier's
+#: 3 minutes on 2 cores, less collection.
+TIER_BUDGET_CPU_S = 150.0
+
+
+def pytest_terminal_summary(terminalreporter):
+    quick = [c for c in _COSTS if not c[3]]
+    if not quick:
+        return
+    cpu, wall = sum(c[1] for c in quick), sum(c[2] for c in quick)
+    terminalreporter.write_line(f"tests not marked slow: {len(quick)}, {cpu:.0f} s of CPU and "
+                                f"{wall:.0f} s of wall time in their setup and calls")
+    if cpu > TIER_BUDGET_CPU_S:
+        terminalreporter.write_line(
+            f"the quick tier's {TIER_BUDGET_CPU_S:.0f} s of CPU are spent; its costliest tests "
+            "(mark some slow, or make them quicker):", yellow=True)
+        for nodeid, c, w, _ in sorted(quick, key=lambda c: -c[1])[:10]:
+            terminalreporter.write_line(f"  {c:6.1f} s CPU {w:7.1f} s wall  {nodeid}")
