@@ -51,17 +51,21 @@ def planted(pytester):
     return pytester
 
 
-def test_an_unmarked_test_over_the_limit_fails_and_a_marked_one_does_not(planted):
-    result = planted.runpytest("-p", "no:cacheprovider", "-p", "no:nbval")
-    result.assert_outcomes(passed=2, failed=1)
+def test_in_the_quick_tier_an_unmarked_test_over_the_limit_fails(planted):
+    result = planted.runpytest("-p", "no:cacheprovider", "-p", "no:nbval", "-m", "not slow")
+    result.assert_outcomes(passed=1, failed=1, deselected=1)
     result.stdout.fnmatch_lines(["*test_burns_unmarked: used * s of CPU, over the 0.2 s allowed "
                                  "to a test that is not marked slow*"])
     result.stdout.fnmatch_lines(["tests not marked slow: 2, *"])
 
 
-def test_the_quick_tier_leaves_out_what_is_marked_slow(planted):
-    result = planted.runpytest("-p", "no:cacheprovider", "-p", "no:nbval", "-m", "not slow")
-    result.assert_outcomes(passed=1, failed=1, deselected=1)
+def test_the_full_run_lists_it_without_failing_on_time(planted):
+    result = planted.runpytest("-p", "no:cacheprovider", "-p", "no:nbval")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["unmarked tests over the quick tier's limits*",
+                                 "*test_burns_unmarked: used * s of CPU*"])
+
+
 
 
 def test_the_limit_is_cpu_time_or_generous_wall_time():
