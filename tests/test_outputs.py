@@ -37,7 +37,10 @@ FOREIGN = {".json": b'{"answer": 42}\n', ".jsonl": b'{"mine": 1}\n{"mine": 2}\n'
 OUTPUT_NAME = re.compile(r"^--(out|output|results|save|log|report)(-.+)?$|^--.+-(out|dir|md)$")
 OUTPUT_HELP = re.compile(r"\b(write|writes|append|appends|created or updated)\b", re.I)
 #: Positionals a subcommand needs, where an empty folder will not do.
-POSITIONALS = {("experiments", "run", "suite"): "smoke"}
+POSITIONALS = {("experiments", "run", "suite"): "smoke",
+               ("grade", "classroom", "tests_repo"): "course/lrnn-tests"}
+#: Options whose name looks like an output's but that the command only reads.
+INPUTS = {(("grade", "report"), "--feedback-dir")}
 
 
 class _Captured(Exception):
@@ -81,15 +84,27 @@ def is_output(action) -> bool:
         bool(OUTPUT_HELP.search(action.help or ""))
 
 
-def output_options():
-    found = []
+def command_parsers():
+    """``(module run by lrnn, command path, parser)`` of every command and subcommand: the
+    argparse subparsers, and the subcommands a module dispatches by hand (``PLATFORMS``:
+    ``lrnn grade gradescope|classroom|report|nbgrader``)."""
     for command, (module_name, _) in cli.COMMANDS.items():
         module = importlib.import_module(module_name)
         for path, parser in walk(parser_of(module), (command,)):
-            for action in parser._actions:
-                if is_output(action):
-                    found.append(pytest.param(module_name, path, parser, action,
-                                              id=" ".join(path) + " " + action.option_strings[0]))
+            yield module_name, path, parser
+        for name, sub in getattr(module, "PLATFORMS", {}).items():
+            submodule = importlib.import_module(f"{module.__package__}.{sub}")
+            for path, parser in walk(parser_of(submodule), (command, name)):
+                yield module_name, path, parser
+
+
+def output_options():
+    found = []
+    for module_name, path, parser in command_parsers():
+        for action in parser._actions:
+            if is_output(action) and (path, action.option_strings[0]) not in INPUTS:
+                found.append(pytest.param(module_name, path, parser, action,
+                                          id=" ".join(path) + " " + action.option_strings[0]))
     return found
 
 
@@ -101,7 +116,9 @@ def test_the_walk_finds_the_known_outputs():
     assert {"bench scan --out", "bench scan --targets-md", "bench layer --out",
             "bench plans --out", "bench targets --out", "train --out", "train --checkpoint",
             "experiments run --out", "experiments run --checkpoint-dir", "doctor --out-dir",
-            "grade --out", "grade --feedback-dir", "exercises build --exercises"} <= ids, ids
+            "grade --out", "grade --feedback-dir", "exercises build --exercises",
+            "grade gradescope --out", "grade nbgrader --out", "grade report --out",
+            "grade classroom --out"} <= ids, ids
     assert not {i for i in ids if i.endswith(("--scan", "--layer", "--solutions"))}, ids
 
 

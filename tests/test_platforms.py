@@ -472,7 +472,9 @@ def test_commands_exit_2_with_a_clear_error(tmp_path, capsys):
     assert report.main([str(tmp_path / "missing.csv")]) == 2
     assert "is not a file" in capsys.readouterr().err
     (tmp_path / ".github").write_text("a file")
-    assert classroom.main(["--out", str(tmp_path / ".github"), "--tests-repo", "prof/t"]) == 2
-    assert "is a file" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:           # refused as the line is parsed
+        classroom.main(["--out", str(tmp_path / ".github"), "--tests-repo", "prof/t"])
+    assert refused.value.code == 2
+    assert "--out" in (err := capsys.readouterr().err) and "existing file" in err
     assert nbgrader_export.main(["--chapter", "x", "--out", str(tmp_path / "src")]) == 2
     assert not (tmp_path / "a.zip").exists() and not (tmp_path / "src").exists()

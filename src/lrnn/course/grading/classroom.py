@@ -38,7 +38,7 @@ import sys
 from pathlib import Path
 
 from ..._io import DestinationError, atomic_write_text, backup_copy, check_destination, \
-    json_has_keys
+    json_has_keys, output_argument
 
 from .gradescope import (GRADING_REQUIREMENT, PlatformError, _grader, default_solutions,
                          grade_notebooks, hidden_lines, redact, submission_notebooks,
@@ -274,7 +274,8 @@ def main(argv=None) -> int:
             return 0 if got > 0 else 1
         p = argparse.ArgumentParser(prog="lrnn grade classroom",
                                     description="Write the GitHub Classroom workflow.")
-        p.add_argument("--out", required=True, help="the .github/ folder of the template repo")
+        output_argument(p, "--out", required=True, folder=True, command="lrnn grade classroom",
+                        help="the .github/ folder of the template repo")
         p.add_argument("--chapter", action="append", default=[])
         p.add_argument("--solutions", default=None)
         p.add_argument("--tests-repo", required=True, metavar="OWNER/NAME",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import nbformat
 
-from ..._io import atomic_write_text, backup_copy
+from ..._io import atomic_write_text, backup_copy, output_argument
 from .gradescope import PlatformError, _chapter_notebooks, default_solutions
 
 NBGRADER_ID = re.compile(r"^[a-zA-Z0-9_\-]*$")       # nbgrader's schema 3, grade_id
@@ -75,7 +75,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="lrnn grade nbgrader",
                                 description="Export solution notebooks to an nbgrader "
                                             "course's source/ folder.")
-    p.add_argument("--out", required=True, help="the course's source/ folder")
+    output_argument(p, "--out", required=True, folder=True, command="lrnn grade nbgrader",
+                    help="the course's source/ folder")
     p.add_argument("--chapter", action="append", default=[])
     p.add_argument("--solutions", default=None)
     p.add_argument("--force", action="store_true")

@@ -49,7 +49,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from ..._io import DestinationError, atomic_write_text, check_folder
+from ..._io import DestinationError, atomic_write_text, check_folder, output_argument
 from .gradescope import PlatformError, _grader
 
 MARKER = ".lrnn-report"
@@ -491,7 +491,8 @@ def main(argv=None) -> int:
     p.add_argument("--feedback-dir", default=None,
                    help="the feedback folder, linked from the page (default: feedback/ "
                         "beside the gradebook, when there is one)")
-    p.add_argument("--out", default=None, help="folder (default: report/ beside it)")
+    output_argument(p, "--out", default=None, folder=True, command="lrnn grade report",
+                    help="folder (default: report/ beside it)")
     p.add_argument("--roster", default=None, help="CSV: student,login[,name,section,id]")
     p.add_argument("--names", choices=NAMES, default="auto",
                    help="how submissions name their student (see the module's help)")
