@@ -1,7 +1,7 @@
 """What the official tests see while the grader runs them in its own process.
 
-A hidden test writes ``from lrnn.course.check import forbid, count_calls`` (or the old name
-``lrnn.check``). In the grader those two names are the grader's own: entering a block records
+A hidden test writes ``from lrnn.course.check import forbid, count_calls`` (or its old name, kept
+until its removal). In the grader those two names are the grader's own: entering a block records
 it on the test's :class:`~lrnn.course.grading.remote.Session`, and the calls of notebook
 functions made inside it carry the block to the kernel, which traces what the call runs
 (:mod:`lrnn.course.check.calltrace`): a forbidden function that ran fails the test, counts come
@@ -16,12 +16,16 @@ import contextlib
 import contextvars
 import types
 
+from ... import _aliases
 from .. import check
+
+OLD_NAMES = _aliases.OLD_NAMES
 
 _SESSION: contextvars.ContextVar = contextvars.ContextVar("lrnn_grading_session", default=None)
 #: The checker package under its name and its old one: a hidden test importing either gets
 #: the grader's ``forbid`` and ``count_calls``.
-CHECK_MODULES = ("lrnn.course.check", "lrnn.check")
+CHECK_MODULES = ("lrnn.course.check",) + tuple(
+    old for old, new in OLD_NAMES.items() if new == "lrnn.course.check")
 
 
 class GraderAbort(check.StopCheck):
