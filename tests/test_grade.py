@@ -531,10 +531,11 @@ def test_exercises_build_never_deletes_or_overwrites_on_bad_input(tmp_path):
         (["--solutions", str(tmp_path / "nowhere"), "--exercises", str(exe)],
          "no solutions folder"),
         (["--solutions", str(sol_copy), "--exercises", str(sol_copy)], "same folder"),
-        (["--solutions", str(sol_copy), "--exercises", str(a_file)], "not a folder"),
+        (["--solutions", str(sol_copy), "--exercises", str(a_file)], "expected a folder"),
     ]:
         proc = build(*args)
-        assert proc.returncode == 2 and message in proc.stdout, (args, proc.stdout)
+        said = proc.stdout + proc.stderr               # a refusal as the line is parsed: stderr
+        assert proc.returncode == 2 and message in said, (args, said)
         assert _snapshot(exe) == before and _snapshot(sol_copy) == sol_before
         assert a_file.read_text(encoding="utf-8") == "keep me"
     partial = tmp_path / "partial"
