@@ -440,15 +440,20 @@ def _tracing_bans(entered: list, current: list):
         codes = {code_of(t): t for t in self.targets}      # before forbid replaces them
         codes.pop(None, None)
 
+        result = enter(self)
+        inner = sys.getprofile()         # forbid's and count_calls' own trace: kept running
+
         def profile(frame, event, arg):
+            if inner is not None:
+                inner(frame, event, arg)
             if event == "call" and frame.f_code in codes:
                 entered.append((current[0], codes[frame.f_code]))
-        result = enter(self)
+        self._lrnn_inner_profile = inner
         sys.setprofile(profile)
         return result
 
     def traced_exit(self, *exc):
-        sys.setprofile(None)
+        sys.setprofile(getattr(self, "_lrnn_inner_profile", None))
         return leave(self, *exc)
 
     _core.forbid.__enter__, _core.forbid.__exit__ = traced_enter, traced_exit
