@@ -188,6 +188,24 @@ def test_library_internals_that_use_frames_are_not_evidence():
     assert trace.review == []
 
 
+def test_threads_running_before_the_test_are_noted_where_the_harness_watches():
+    import threading
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait, name="a notebook's worker", daemon=True)
+    worker.start()
+    try:
+        fn = cell("def rho(A):\n    return 1.0\n", "rho")
+        with CallTrace(EIG, watch_threads=True) as watched:
+            fn(A)
+        with CallTrace(EIG) as unwatched:
+            fn(A)
+    finally:
+        stop.set()
+        worker.join()
+    assert any("a notebook's worker" in note for note in watched.review), watched.review
+    assert unwatched.review == []
+
+
 def test_removing_the_profile_function_is_recorded():
     import sys
     trace = traced(cell("import sys\nrho = lambda A: sys.setprofile(None)\n", "rho"), A,

@@ -412,7 +412,8 @@ class Harness:
         trace = None
         if forbidden or labels:
             try:
-                trace = self.CallTrace(forbidden, {n: self._lookup_counted(n) for n in labels})
+                trace = self.CallTrace(forbidden, {n: self._lookup_counted(n) for n in labels},
+                                       watch_threads=True)
             except NameError as e:
                 return {"status": "raised", **_error_fields(e), "counts": {}}
         import contextlib
