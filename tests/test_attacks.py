@@ -26,6 +26,7 @@ import nbformat
 import pytest
 
 from lrnn.course import grading as g
+from lrnn.course.exercises import canonical_grade_id
 from lrnn.course.grading import remote
 from lrnn.course.grading import sandbox as sb
 
@@ -75,8 +76,8 @@ def with_cells(nb, cells):
         first = src.splitlines()[0]
         if first.startswith("# replaces "):
             gid = first.split()[-1]
-            cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id")
-                        == gid)
+            cell = next(c for c in nb.cells if canonical_grade_id(
+                c.metadata.get("nbgrader", {}).get("grade_id")) == gid)
             cell.source = src
         else:
             inserted.append(src)
@@ -212,8 +213,9 @@ def test_attacks(tmp_path):
     wrong = slim(SOLUTIONS / "02_lru.ipynb")                                   # attack 11
     nbformat.write(wrong, subs / f"attack_wrong_chapter_{STEM}.ipynb")
     malformed = nbformat.from_dict(blank)                                      # attack 13
-    next(c for c in malformed.cells if c.metadata.get("nbgrader", {}).get("grade_id") ==
-         "ex1.2").metadata["nbgrader"]["grade_id"] = ["ex1.2"]
+    next(c for c in malformed.cells if canonical_grade_id(
+        c.metadata.get("nbgrader", {}).get("grade_id")) == "ex1.2"
+         ).metadata["nbgrader"]["grade_id"] = ["ex1.2"]
     malformed.cells[1].metadata["nbgrader"] = "ex1.1"
     nbformat.write(malformed, subs / f"attack_metadata_{STEM}.ipynb")
     os.symlink(SOLUTIONS / f"{STEM}.ipynb", subs / f"attack_symlink_{STEM}.ipynb")

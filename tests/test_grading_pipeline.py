@@ -67,7 +67,11 @@ def image_command(opt, autograder, argv, env):
             args += ["--symlink", os.readlink(entry), str(entry)]
         elif entry.is_dir():
             args += ["--ro-bind", str(entry), str(entry)]
-    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", str(opt), "/opt",
+    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for folder in env.get("LRNN_SETUP_OFFLINE_SITE", "").split(os.pathsep):
+        if folder.startswith("/tmp/"):       # the test's own packages (CI's venv lives there)
+            args += ["--ro-bind", folder, folder]
+    args += ["--bind", str(opt), "/opt",
              "--bind", str(autograder), "/autograder", "--chdir", "/autograder",
              "--unshare-pid", "--die-with-parent", "/usr/bin/env", "-i",
              *[f"{k}={v}" for k, v in env.items()], *argv]
