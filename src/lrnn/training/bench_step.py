@@ -29,10 +29,7 @@ import argparse
 import datetime as _dt
 import json
 import math
-import os
-import pathlib
 import statistics
-import subprocess
 import time
 
 import jax
@@ -40,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _io, layers
-from ._bench_common import block, device_info, pick_device
+from ._bench_common import block, device_info, git_commit, pick_device
 
 BENCHMARK = "step"
 
@@ -87,23 +84,6 @@ def add_parser(subparsers):
     st.add_argument("--attention-steps", type=_int_list, default=[1000, 10000, 100000],
                     help="positions t at which attention's decode step is timed")
     st.set_defaults(run=run_step)
-
-
-def _commit():
-    """The commit the code runs from, as ``lrnn bench scan`` records it: ``$LRNN_COMMIT`` if set,
-    else ``git rev-parse`` of the package's checkout with ``+dirty`` for local changes. (Its own
-    copy: ``bench`` imports this module, so this module does not import ``bench``.)"""
-    if os.environ.get("LRNN_COMMIT"):
-        return os.environ["LRNN_COMMIT"]
-    here = pathlib.Path(__file__).resolve().parent
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, text=True,
-                             capture_output=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=here, text=True, capture_output=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return (sha + ("+dirty" if dirty else "")) if sha else None
 
 
 def _owned(path) -> bool:
@@ -242,7 +222,7 @@ def run_step(args):
     result = {"benchmark": BENCHMARK,
               "command": "python -m lrnn bench step " + " ".join(getattr(args, "argv", [])[1:]),
               "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-              "device": device_info(device), "commit": _commit(),
+              "device": device_info(device), "commit": git_commit(),
               "settings": {k: getattr(args, k) for k in ("batch", "d_model", "d_state", "heads",
                                                           "length", "steps", "repeats")},
               "definitions": {
