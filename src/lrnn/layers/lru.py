@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._gated import batch_shape_of as _batch_shape
 from .._validate import (as_real_array, fail, renamed_keywords, require_bool, require_choice,
                          require_key, require_params, require_positive_int, require_real,
                          require_sequence)
@@ -260,15 +261,6 @@ def init_state(params, batch_shape=()):
     _refuse_bidirectional(bidirectional, "params")
     batch_shape = _batch_shape(batch_shape)
     return {"x": jnp.zeros((*batch_shape, n), _state_dtype(params))}
-
-
-def _batch_shape(batch_shape):
-    if isinstance(batch_shape, int) and not isinstance(batch_shape, bool):
-        batch_shape = (batch_shape,)
-    if not isinstance(batch_shape, (tuple, list)) or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in batch_shape):
-        fail("batch_shape", batch_shape, "a tuple of non-negative ints, e.g. () or (B,)")
-    return tuple(batch_shape)
 
 
 def check_state(params, state, batch_shape, n):

@@ -48,6 +48,7 @@ import math
 import jax
 import jax.numpy as jnp
 
+from ._gated import batch_shape_of as _batch_shape
 from .._validate import (fail, require_bool, require_choice, require_key, require_params,
                          require_positive_int)
 from .._validate import as_real_array, renamed_keywords, require_sequence
@@ -307,15 +308,6 @@ def step(params, h, x_t, *, activation: str = "leaky_relu"):
     sign = None if sign is None else sign.astype(dtype)
     z = x_t.astype(dtype) @ params["V"].T.astype(dtype) + params["b"].astype(dtype)
     return phi(reflect_vectors(cols.astype(dtype), sign, h.astype(dtype)) + z)
-
-
-def _batch_shape(batch_shape):
-    if isinstance(batch_shape, int) and not isinstance(batch_shape, bool):
-        batch_shape = (batch_shape,)
-    if not isinstance(batch_shape, (tuple, list)) or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in batch_shape):
-        fail("batch_shape", batch_shape, "a tuple of non-negative ints, e.g. () or (B,)")
-    return tuple(batch_shape)
 
 
 def init_state(params, batch_shape=()) -> dict:

@@ -46,6 +46,7 @@ import math
 import jax
 import jax.numpy as jnp
 
+from ._gated import batch_shape_of as _batch_shape
 from .._validate import (as_real_array, fail, renamed_keywords, require_bool, require_choice,
                          require_key, require_params, require_positive_int, require_real,
                          require_sequence)
@@ -293,15 +294,6 @@ def _refuse_stateful(params, what):
                          "the future, so it has no state to carry from one step or chunk to "
                          "the next; expected a unidirectional layer (init(..., "
                          "bidirectional=False)).")
-
-
-def _batch_shape(batch_shape):
-    if isinstance(batch_shape, int) and not isinstance(batch_shape, bool):
-        batch_shape = (batch_shape,)
-    if not isinstance(batch_shape, (tuple, list)) or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in batch_shape):
-        fail("batch_shape", batch_shape, "a tuple of non-negative ints, e.g. () or (B,)")
-    return tuple(batch_shape)
 
 
 def _state_dtype(params):
