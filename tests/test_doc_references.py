@@ -29,6 +29,11 @@ PATH = re.compile(r"(?<![\w/.<-])((?:src|tests|scripts|book|solutions|exercises|
 def stale(dotted: str) -> str | None:
     """Why ``dotted`` (a module, or a module then attributes) does not resolve, or None."""
     parts = dotted.split(".")
+    from lrnn import _aliases
+    for k in range(len(parts), 0, -1):            # an old name, even if already imported
+        prefix = ".".join(parts[:k])
+        if _aliases.is_old_name(prefix):
+            return f"deprecated: {_aliases.notice(prefix)}"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for k in range(len(parts), 0, -1):

@@ -468,6 +468,22 @@ def test_wire_rejects_bad_frames(frame):
         wire.decode(frame)
 
 
+def test_wire_sends_a_model_config_to_a_kernel_only():
+    from lrnn import model
+    cfg = model.ModelConfig(layer="lru", d_input=2, d_output=3, depth=2, d_model=8, d_state=6,
+                            pool="none", scan_method="sequential")
+    frame = wire.encode({"cfg": cfg})
+    back = wire.decode(frame, resolve=lambda name: None)          # as the kernel decodes
+    assert back["cfg"] == cfg and type(back["cfg"]) is model.ModelConfig
+    with pytest.raises(wire.WireError, match="model configuration"):
+        wire.decode(frame)                                          # as the grader decodes
+    bad = {"t": "model_config", "v": wire.encode({"layer": "lru", "d_model": -4})}
+    with pytest.raises(wire.WireError, match="invalid model configuration"):
+        wire.decode(bad, resolve=lambda name: None)
+    with pytest.raises(wire.WireError, match="named fields"):
+        wire.decode({"t": "model_config", "v": [1, 2]}, resolve=lambda name: None)
+
+
 def test_frame_reader_limits():
     reader = wire.FrameReader(100)
     data = wire.pack({"a": 1})

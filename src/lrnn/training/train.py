@@ -529,6 +529,27 @@ class TrainingDiverged(FloatingPointError):
     """The training loss became NaN or infinite; the message names the step."""
 
 
+class _NoBar:
+    """What ``train`` updates when no bar is shown: creating a tqdm, even a disabled one,
+    starts tqdm's monitor thread in the process."""
+
+    def update(self, n=1):
+        pass
+
+    def set_postfix(self, *args, **kwargs):
+        pass
+
+    def close(self):
+        pass
+
+
+def _progress_bar(progress: bool, **options):
+    if not progress:
+        return _NoBar()
+    from tqdm.auto import tqdm
+    return tqdm(leave=True, dynamic_ncols=True, **options)
+
+
 def train(cfg: TrainConfig, *, task: data_lib.Task | None = None, progress: bool = True,
           callback=None, stop_after: int | None = None) -> dict:
     """Train a model as configured; returns a dict with ``params``, ``state``, ``history``,
@@ -572,9 +593,7 @@ def _train(cfg, *, task, progress, callback, stop_after):
     dropout_key = jax.random.PRNGKey(cfg.seed + 1)
     end = cfg.steps if stop_after is None else min(cfg.steps, stop_after)
 
-    from tqdm.auto import tqdm
-    bar = tqdm(total=cfg.steps, initial=start, disable=not progress, desc=f"{cfg.layer}/{cfg.task}",
-               leave=True, dynamic_ncols=True)
+    bar = _progress_bar(progress, total=cfg.steps, initial=start, desc=f"{cfg.layer}/{cfg.task}")
     losses, metrics = list(pending["loss"]), list(pending["metric"])
     step_time, timed_steps = 0.0, 0
     postfix = {}

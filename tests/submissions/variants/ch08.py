@@ -15,6 +15,18 @@ print([np.shape(v) for v in model.layer_inputs(params_try, state_try, x_try, cfg
 layer_try = params_try["blocks"][0]["layer"]
 print(lrnn.layers.lru.apply(layer_try, np.ones((5, 4), np.float32)).shape,
       lrnn.layers.lru.hidden_states(layer_try, np.ones((5, 4), np.float32)).shape)'''],
+    "ex8.7-solution": ['''\
+cfg_try = model.ModelConfig(layer="lru", d_input=2, d_output=1, depth=1, d_model=4, d_state=3,
+                            pool="none")
+params_try, state_try = model.init(jax.random.PRNGKey(1), cfg_try)
+layer_try = params_try["blocks"][0]["layer"]
+state_l, y_l = lrnn.layers.lru.step(layer_try, lrnn.layers.lru.init_state(layer_try, (2,)),
+                                    np.ones((2, 4), np.float32))
+x_mine, y_mine = lru_step(layer_try, np.zeros((2, 3), np.complex64), np.ones((2, 4), np.float32))
+print(np.allclose(state_l["x"], x_mine, atol=1e-6), np.allclose(y_l, y_mine, atol=1e-5))
+carry_try, out_try = model.step(params_try, state_try, model.init_carry(params_try, cfg_try, (2,)),
+                                np.ones((2, 2), np.float32), cfg_try)
+print(out_try.shape)'''],
 }
 
 SELF_CHECK = '''\
@@ -32,7 +44,14 @@ print("glu:", np.allclose(glu(y_me, params_me["blocks"][0]["glu"]["W"],
 z_me = (y_me - y_me.mean(-1, keepdims=True)) / np.sqrt(y_me.var(-1, keepdims=True) + 1e-5)
 print("layer_norm:", np.allclose(layer_norm(y_me, np.ones(6), np.zeros(6)), z_me, atol=1e-4))
 print("no_decay_mask:", jax.tree_util.tree_all(jax.tree_util.tree_map(
-    lambda a, b: bool(a) == bool(b), no_decay_mask(params_me), model.recurrent_mask(params_me, cfg_me))))'''
+    lambda a, b: bool(a) == bool(b), no_decay_mask(params_me), model.recurrent_mask(params_me, cfg_me))))
+layer_me = params_me["blocks"][0]["layer"]
+v_me = x_me @ np.ones((2, 6), np.float32)
+x_me1, y_me1 = lru_step(layer_me, np.zeros((3, 4), np.complex64), v_me[:, 0])
+print("lru_step:", np.allclose(y_me1, lrnn.layers.lru.apply(layer_me, v_me[:, :1])[:, 0], atol=1e-5))
+memory_me, _ = online_mean_step(params_me, state_me, cfg_me, None, x_me[:, :5])
+_, last_me = online_mean_step(params_me, state_me, cfg_me, memory_me, x_me[:, 5:])
+print("online_mean_step:", np.allclose(last_me, want_me, rtol=1e-4, atol=1e-5))'''
 
 LAYER_NORM_1 = '''\
 def layer_norm(u, scale, bias, eps=1e-5):
@@ -159,10 +178,71 @@ def no_decay_mask(params):
         mask["blocks"].append(m)
     return mask'''
 
+STEP_1 = '''\
+def lru_step(q, x, v_t):
+    lam = jnp.exp(-jnp.exp(q["nu_log"]) + 1j * jnp.exp(q["theta_log"]))
+    B = (q["B_re"] + 1j * q["B_im"]) * jnp.exp(q["gamma_log"])[:, None]     # (N, H)
+    C = q["C_re"] + 1j * q["C_im"]                                            # (H, N)
+    x_new = lam * x + jnp.asarray(v_t) @ B.T
+    y = (x_new @ C.T).real + q["D"] * v_t
+    return x_new, y'''
+
+STEP_2 = {"helpers": ['''\
+def lambdas(q):
+    return np.exp(-np.exp(np.asarray(q["nu_log"], np.float64))
+                  + 1j * np.exp(np.asarray(q["theta_log"], np.float64)))'''], "answer": '''\
+def lru_step(q, x, v_t):
+    """In NumPy, one sequence of the batch at a time."""
+    v_t = np.asarray(v_t, np.float64)
+    x = np.asarray(x, np.complex128)
+    B = np.asarray(q["B_re"], np.float64) + 1j * np.asarray(q["B_im"], np.float64)
+    C = np.asarray(q["C_re"], np.float64) + 1j * np.asarray(q["C_im"], np.float64)
+    gain = np.exp(np.asarray(q["gamma_log"], np.float64))
+    x_new = np.empty(v_t.shape[:-1] + x.shape[-1:], np.complex128)
+    y = np.empty(v_t.shape, np.float64)
+    for idx in np.ndindex(*v_t.shape[:-1]):
+        x_new[idx] = lambdas(q) * x[idx] + gain * (B @ v_t[idx])
+        y[idx] = (C @ x_new[idx]).real + np.asarray(q["D"], np.float64) * v_t[idx]
+    return x_new, y'''}
+
+ONLINE_1 = '''\
+def online_mean_step(params, state, cfg, memory, chunk):
+    per_step = dataclasses.replace(cfg, pool="none")
+    if memory is None:
+        memory = {"carry": model.init_carry(params, per_step, (chunk.shape[0],)),
+                  "mean": None, "seen": 0}
+    outs, _, carry = model.apply(params, state, chunk, per_step, carry=memory["carry"],
+                                 return_carry=True)
+    n = chunk.shape[1]
+    chunk_mean = np.asarray(outs).mean(axis=1)
+    seen = memory["seen"]
+    mean = chunk_mean if memory["mean"] is None else \\
+        (seen * np.asarray(memory["mean"]) + n * chunk_mean) / (seen + n)
+    return {"carry": carry, "mean": mean, "seen": seen + n}, mean'''
+
+ONLINE_2 = {"helpers": ['''\
+import dataclasses as dc
+
+fast_step = jax.jit(model.step, static_argnames="cfg")     # compiled once per shape'''],
+    "answer": '''\
+def online_mean_step(params, state, cfg, memory, chunk):
+    \"\"\"One step at a time with model.step, a running sum in float64.\"\"\"
+    per_step = dc.replace(cfg, pool="none")
+    if memory is None:
+        memory = [model.init_carry(params, per_step, (chunk.shape[0],)), 0.0, 0]
+    carry, total, count = memory
+    for k in range(chunk.shape[1]):
+        carry, out = fast_step(params, state, carry, chunk[:, k], cfg=per_step)
+        total = total + np.asarray(out, np.float64)
+        count += 1
+    return [carry, total, count], total / count'''}
+
 VARIANTS = {
     "ex8.1-solution": [LAYER_NORM_1, LAYER_NORM_2],
     "ex8.2-solution": [GLU_1, GLU_2],
     "ex8.3-solution": [BLOCK_1, BLOCK_2],
     "ex8.4-solution": [MODEL_1, MODEL_2],
     "ex8.5-solution": [MASK_1, MASK_2],
+    "ex8.7-solution": [STEP_1, STEP_2],
+    "ex8.8-solution": [ONLINE_1, ONLINE_2],
 }

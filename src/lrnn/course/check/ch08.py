@@ -377,3 +377,177 @@ def _(fn, rng):
             hint = "A = diag(λ) is learned through nu_log and theta_log: both are recurrent."
         expect(False, f"wrong mask for {len(wrong)} of {len(flat_want)} parameter arrays.",
                inputs=inputs, hint=hint, detail=f"first: {wrong[0]}")
+
+
+# ------------------------------------------------------------------------------------------
+# 8.7 One step of the LRU layer
+# ------------------------------------------------------------------------------------------
+
+def np_lru_step(q, x, v, *, variant=None):
+    """One LRU step in float64 (LRU eq. 3 with Λ = diag(λ), §3.3–§3.4), with a mistake."""
+    lam = np.exp(-np.exp(np.float64(q["nu_log"])) + 1j * np.exp(np.float64(q["theta_log"])))
+    if variant == "conjugate":
+        lam = np.conj(lam)
+    b = (q["B_re"] + 1j * q["B_im"]).astype(np.complex128)
+    gain = 1.0 if variant == "no_gamma" else np.exp(np.float64(q["gamma_log"]))
+    x = np.asarray(x, np.complex128)
+    v = np.asarray(v, np.float64)
+    new = lam * x + gain * (v @ b.T)
+    read = x if variant == "read_before_update" else new
+    cx = read @ (q["C_re"] + 1j * q["C_im"]).astype(np.complex128).T
+    y = (np.abs(cx) if variant == "modulus" else cx.real) \
+        + (0.0 if variant == "no_D" else q["D"] * v)
+    return new, y
+
+
+_STEP_HINTS = [
+    ("read_before_update", "y_k reads the new state: update x first (x_k = λ x_{k−1} + …), then "
+                           "y_k = Re(C x_k) + D ⊙ v_k with that x_k."),
+    ("no_gamma", "the γ normalisation is missing: x_k = λ x_{k−1} + exp(γ_log) ⊙ (B v_k)."),
+    ("conjugate", "λ has the wrong phase sign: λ = exp(−exp(ν_log) + i·exp(θ_log))."),
+    ("modulus", "take the real part Re(C x_k), not the modulus |C x_k|."),
+    ("no_D", "the skip term D ⊙ v_k is missing from y_k."),
+]
+
+
+def _step_pair(got, inputs):
+    expect(isinstance(got, (tuple, list)) and len(got) == 2,
+           "return a pair (x_new, y): the new state and the step's output.",
+           inputs=inputs, received=got, hint="`return x_new, y`.")
+    return got
+
+
+@exercise("8.7", points=3, title="one step of the LRU layer, state in and state out",
+          reference="LRU eq. 3 with Λ = diag(λ) and §3.3–§3.4 (λ, γ); chapter 8, §8.7 (state "
+                    "in, state out)",
+          stronger_hint="the same three pieces as the whole layer, without the scan: λ from "
+                        "ν_log and θ_log, the complex input γ ⊙ (B v_t) of shape (…, N), then "
+                        "x_new = λ ⊙ x + that input, and y = Re(C x_new) + D ⊙ v_t. Return "
+                        "(x_new, y); the state is everything the next step needs.")
+def _(fn, rng):
+    from lrnn.layers import lru
+    for lead, h, n in [((), 2, 3), ((3,), 4, 2), ((2, 2), 1, 5)]:
+        q = random_params(rng, h, n)
+        x = (randn(rng, *lead, n) + 1j * randn(rng, *lead, n)).astype(np.complex64)
+        v = randn(rng, *lead, h)
+        inputs = {"q": q, "x": x, "v_t": v}
+        got_x, got_y = _step_pair(call(fn, inputs), inputs)
+        want = lru.step(q, {"x": x}, v)
+        hints = {name: np_lru_step(q, x, v, variant=name) for name, _ in _STEP_HINTS}
+        expect_close(got_x, np.asarray(want[0]["x"]), inputs=inputs, rtol=RTOL, atol=ATOL,
+                     dtype="complex", what="the new state x_new", hints=[
+                         alternative(hints[name][0], m) for name, m in _STEP_HINTS])
+        expect_close(got_y, np.asarray(want[1]), inputs=inputs, rtol=RTOL, atol=ATOL,
+                     what="the output y", hints=[
+                         alternative(hints[name][1], m) for name, m in _STEP_HINTS])
+    # Fed back step after step from x = 0, the steps must give the whole layer's outputs.
+    h, n, length = 3, 4, 12
+    q = random_params(rng, h, n)
+    u = randn(rng, 2, length, h)
+    want = np.asarray(lru.apply(q, u, scan_method="sequential"))
+    x = np.zeros((2, n), np.complex64)
+    outputs = []
+    for k in range(length):
+        x, y = _step_pair(call(fn, {"q": q, "x": x, "v_t": u[:, k]}),
+                          {"q": q, "x": "the state your step returned", "v_t": u[:, k]})
+        outputs.append(np.asarray(y))
+    expect_close(np.stack(outputs, axis=-2), want, inputs={"q": q, "u": u}, rtol=2e-4,
+                 atol=2e-5, time_axis=-2, what=f"the outputs of {length} steps fed back from "
+                 "x = 0 (against the whole layer on the sequence)")
+
+
+# ------------------------------------------------------------------------------------------
+# 8.8 The mean-pooled model, online
+# ------------------------------------------------------------------------------------------
+
+def _numbers_in(value) -> int:
+    """How many numbers a plain-data value holds (arrays by size, containers summed)."""
+    if value is None:
+        return 0
+    if isinstance(value, dict):
+        return sum(_numbers_in(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_numbers_in(v) for v in value)
+    return int(np.size(value))
+
+
+@exercise("8.8", points=3, title="the mean-pooled model online, a chunk at a time",
+          reference="LRU Fig. 1 and App. D (mean pooling before a linear decoder); chapter 8, "
+                    "§8.7 (apply with a carry, chunk by chunk)",
+          stronger_hint="with pool 'none' the same parameters give the decoder's output at every "
+                        "step, and the decoder is affine: the mean of those outputs over the "
+                        "steps so far is the mean-pooled output. Keep three things in memory: the "
+                        "model's carry (model.apply(..., carry=, return_carry=True)), the running "
+                        "sum of the per-step outputs, and the number of steps; return the memory "
+                        "and sum / count.")
+def _(fn, rng):
+    import dataclasses
+
+    from lrnn import model
+    cases = [(2, 4, 3, 1, [3, 1, 3, 2, 3]), (1, 3, 2, 2, [1, 3, 3, 1])]
+    for d_in, h, n, depth, lengths in cases:
+        params = random_model(rng, d_in, h, n, depth, 2)
+        cfg = model_config(params, "mean")
+        state = {"blocks": [{} for _ in params["blocks"]]}
+        x = randn(rng, 2, sum(lengths), d_in)
+        ends = np.cumsum(lengths)
+        described = {"params": "parameters with lrnn.model.init's layout", "state": "its state",
+                     "cfg": f"ModelConfig(layer='lru', d_input={d_in}, depth={depth}, "
+                            f"d_model={h}, d_state={n}, pool='mean')"}
+        memory, got, sizes = None, [], []
+        for k, (end, size) in enumerate(zip(ends, lengths)):
+            chunk = x[:, end - size:end]
+            inputs = {**described, "memory": "None (the first chunk)" if k == 0 else
+                      f"what your function returned for chunk {k}", "chunk": chunk}
+            pair = call(fn, {"params": params, "state": state, "cfg": cfg, "memory": memory,
+                             "chunk": chunk})
+            expect(isinstance(pair, (tuple, list)) and len(pair) == 2,
+                   "return a pair (memory, mean): what the next chunk needs, and the output "
+                   "over the steps so far.", inputs=inputs, received=pair,
+                   hint="`return memory, mean`.")
+            memory = pair[0]
+            got.append(pair[1])
+            sizes.append(_numbers_in(memory))
+        grown = [k for k in range(2, len(sizes)) if sizes[k] > sizes[1]]
+        expect(not grown, f"the memory grows with the stream: {sizes[1]} numbers after chunk 2, "
+               f"{sizes[grown[0]] if grown else 0} after chunk {grown[0] + 1 if grown else 0}. "
+               "Online, the memory holds what the next chunk needs, the same amount at every "
+               "step.", inputs=described,
+               hint="keep the model's carry, a running sum and a count of steps: not the "
+                    "chunks, nor the outputs of every step.")
+        none = dataclasses.replace(cfg, pool="none")
+        # The mean-pooled output of every prefix: its last is model.apply on all of x, the
+        # others follow from the per-step outputs because the decoder is affine.
+        per_step = np.asarray(model.apply(params, state, x, none)[0], np.float64)
+        want = [per_step[:, :end].mean(-2).astype(np.float32) for end in ends[:-1]]
+        want.append(np.asarray(model.apply(params, state, x, cfg)[0]))
+
+        def fresh(end):
+            outs = [np.asarray(model.apply(params, state, x[:, e - k:e], none)[0])
+                    for e, k in zip(ends, lengths) if e <= end]
+            return np.concatenate(outs, axis=-2).mean(-2)
+
+        def chunk_means(k):
+            return [per_step[:, e - n:e].mean(-2) for e, n in zip(ends[:k + 1], lengths)]
+        for k, (g, w) in enumerate(zip(got, want)):
+            end = ends[k]
+            expect_close(g, w, inputs={**described, "chunks": f"{k + 1} of lengths "
+                                                              f"{lengths[:k + 1]}"},
+                         rtol=RTOL, atol=ATOL,
+                         what=f"the mean after chunk {k + 1} (steps 1 to {end})", hints=[
+                             alternative(lambda: fresh(end),
+                                         "every chunk started from a zero state: pass the carry "
+                                         "that the previous chunk returned."),
+                             alternative(lambda: chunk_means(k)[-1],
+                                         "this is the mean over the latest chunk only: the "
+                                         "output pools every step so far (a running sum and a "
+                                         "count of steps)."),
+                             alternative(lambda: np.mean(chunk_means(k), axis=0),
+                                         "you averaged the chunks' means: the chunks have "
+                                         "different lengths, so weight each step equally (a "
+                                         "running sum and a count of steps)."),
+                             alternative(per_step[:, end - 1],
+                                         "this is the output at the last step (pool 'last'): "
+                                         "the model pools with the mean over every step so "
+                                         "far."),
+                         ])

@@ -285,6 +285,13 @@ class Harness:
         trace = _private_trace()
         trace.remember([t for t in init.get("targets") or () if isinstance(t, str)])
         self.CallTrace = trace.CallTrace
+        try:
+            # A progress bar starts tqdm's monitor thread, and a thread running before a test
+            # puts the row up for review: honest notebooks with a bar would all be reviewed.
+            import tqdm.std
+            tqdm.std.tqdm.monitor_interval = 0
+        except ImportError:
+            pass
 
         class Shell(InteractiveShell):
             def enable_gui(self, gui=None):      # `%matplotlib inline` as in a notebook

@@ -3,7 +3,8 @@
 What may travel: ``None``, bools, ints, floats, complex numbers, strings; tuples, lists and
 dicts of these; NumPy arrays and scalars of boolean, integer, floating or complex dtype (sent
 as raw bytes with dtype and shape); JAX arrays (tagged, rebuilt as JAX arrays on the other
-side); JAX PRNG keys. Nothing is pickled: the grader parses what a kernel sends as data, so a
+side); JAX PRNG keys; and, from the grader to a kernel only, ``lrnn.model.ModelConfig`` (its
+fields, rebuilt and validated by the class in the kernel). Nothing is pickled: the grader parses what a kernel sends as data, so a
 kernel can send wrong answers but never code.
 
 Neither side trusts a frame's size, depth or dtype: :func:`decode` checks each against fixed
@@ -12,6 +13,7 @@ limits and raises :class:`WireError` on anything else.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import struct
 
@@ -91,6 +93,12 @@ def _jax():
     return jax
 
 
+def _is_model_config(x) -> bool:
+    import sys
+    model = sys.modules.get("lrnn.model")
+    return model is not None and type(x) is model.ModelConfig
+
+
 def _is_jax_array(x) -> bool:
     import sys
     jax = sys.modules.get("jax")
@@ -164,6 +172,9 @@ def encode(value, *, ref=None, _depth=0, _count=None):
             keys.append(encode(k, **kw))
             values.append(encode(v, **kw))
         return {"t": "dict", "k": keys, "v": values}
+    if _is_model_config(value):
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.init}
+        return {"t": "model_config", "v": encode(fields, **kw)}
     raise Unsendable(f"a value of type {type(value).__name__}", type(value).__name__)
 
 
@@ -257,6 +268,17 @@ def decode(obj, *, resolve=None, jax_arrays=True, _depth=0, _count=None):
         if not jax_arrays:
             return data
         return _jax().random.wrap_key_data(data, impl=impl)
+    if tag == "model_config":
+        if resolve is None:                   # a kernel's reply is data, never a config
+            raise WireError("a model configuration where none is allowed")
+        fields = decode(obj.get("v"), **kw)
+        if not isinstance(fields, dict) or not all(isinstance(k, str) for k in fields):
+            raise WireError("a model configuration without named fields")
+        from lrnn.model import ModelConfig
+        try:
+            return ModelConfig(**fields)
+        except (TypeError, ValueError) as e:
+            raise WireError(f"an invalid model configuration ({e})") from None
     if tag == "ref":
         name = obj.get("name")
         if resolve is None or not isinstance(name, str):
