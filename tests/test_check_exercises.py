@@ -356,7 +356,49 @@ def mask8(params):
     return out
 
 
-CH8 = {"8.1": ln8, "8.2": glu8, "8.3": block8, "8.4": model8, "8.5": mask8}
+def step8(q, x, v):
+    """One LRU step (LRU eq. 3, diagonal Λ) in float64: (x_new, y)."""
+    lam = np.exp(-np.exp(q["nu_log"].astype(np.float64)) + 1j * np.exp(q["theta_log"]))
+    b = (q["B_re"] + 1j * q["B_im"]) * np.exp(q["gamma_log"])[:, None]
+    x_new = lam * np.asarray(x, np.complex128) + np.asarray(v, np.float64) @ b.T
+    y = (x_new @ (q["C_re"] + 1j * q["C_im"]).T).real + q["D"] * np.asarray(v, np.float64)
+    return x_new, y
+
+
+def per_step8(params, x):
+    """The per-step outputs of the model (pool 'none'), in float64, from model8's pieces."""
+    u = np.asarray(x, np.float64) @ params["encoder"]["W"] + params["encoder"]["b"]
+    for p in params["blocks"]:
+        u = block8(p, u)
+    return u @ params["decoder"]["W"] + params["decoder"]["b"]
+
+
+def online8(params, state, cfg, memory, chunk):
+    """8.8 in float64 with no library call: the memory is each block's LRU state (advanced by
+    step8), the running sum of the per-step outputs and the count of steps."""
+    states, total, count = memory if memory is not None else (None, 0.0, 0)
+    u = np.asarray(chunk, np.float64) @ params["encoder"]["W"] + params["encoder"]["b"]
+    if states is None:
+        states = [np.zeros(u.shape[:-2] + p["layer"]["nu_log"].shape, np.complex128)
+                  for p in params["blocks"]]
+    new_states = []
+    for p, x in zip(params["blocks"], states):
+        v = ln8(u, p["norm"]["scale"], p["norm"]["bias"])
+        ys = []
+        for k in range(v.shape[-2]):
+            x, y = step8(p["layer"], x, v[..., k, :])
+            ys.append(y)
+        y = np.asarray(jax.nn.gelu(jnp.asarray(np.stack(ys, -2), jnp.float32)), np.float64)
+        u = u + glu8(y, p["glu"]["W"], p["glu"]["b"])
+        new_states.append(x)
+    out = u @ params["decoder"]["W"] + params["decoder"]["b"]
+    total = total + out.sum(-2)
+    count = count + u.shape[-2]
+    return (new_states, total, count), total / count
+
+
+CH8 = {"8.1": ln8, "8.2": glu8, "8.3": block8, "8.4": model8, "8.5": mask8, "8.7": step8,
+       "8.8": online8}
 
 
 @pytest.mark.parametrize("ex", sorted(CH8))
@@ -416,3 +458,22 @@ def test_hints_chapter_8():
     assert "read-out" in _hint("8.5", with_c)
     assert "only the LRU layer" in _hint("8.5", lambda params: jax.tree_util.tree_map(
         lambda _: True, params))
+
+    def read_old_state(q, x, v):
+        x_new, _ = step8(q, x, v)
+        return x_new, (np.asarray(x) @ (q["C_re"] + 1j * q["C_im"]).T).real + q["D"] * v
+    assert "reads the new state" in _hint("8.7", read_old_state)
+    assert "γ normalisation" in _hint("8.7", lambda q, x, v: step8(
+        {**q, "gamma_log": np.zeros_like(q["gamma_log"])}, x, v))
+
+    def from_zero(params, state, cfg, memory, chunk):
+        memory, mean = online8(params, state, cfg, None if memory is None else
+                               (None,) + tuple(memory[1:]), chunk)
+        return memory, mean
+    assert "zero state" in _hint("8.8", from_zero)
+
+    def hoard(params, state, cfg, memory, chunk):
+        seen = [np.asarray(chunk)] if memory is None else memory + [np.asarray(chunk)]
+        return seen, per_step8(params, np.concatenate(seen, -2)).mean(-2)
+    assert "memory grows" in _hint("8.8", hoard)
+
