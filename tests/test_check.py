@@ -62,6 +62,7 @@ REFERENCES = {"1.1": lrnn.scan.binary_operator, "1.2": scan_ref, "1.3": chunked_
               "2.6": lambda a, b: lrnn.layers.lru.forward_blowup(a, b)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ex_id", sorted(REFERENCES))
 def test_reference_answers_pass(ex_id, capsys):
     assert check(ex_id, REFERENCES[ex_id]) is True

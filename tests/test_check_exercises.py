@@ -143,6 +143,7 @@ def test_reference_passes(ex):
     assert lc.run(ex, REFERENCES[ex]).passed, lc.run(ex, REFERENCES[ex]).message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ex", ["1.3", "3.2", "3.4", "4.1", "5.3", "5.4", "6.3"])
 def test_reference_passes_with_tf32_products(ex):
     """The checkers run the student's code under exact float32 products; with TF32 emulated on
@@ -401,6 +402,7 @@ CH8 = {"8.1": ln8, "8.2": glu8, "8.3": block8, "8.4": model8, "8.5": mask8, "8.7
        "8.8": online8}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ex", sorted(CH8))
 def test_reference_passes_chapter_8(ex):
     res = lc.run(ex, CH8[ex])

@@ -149,6 +149,7 @@ def test_output_problems_find_temporary_paths_and_warnings():
 # Library checks: pass on the library, fail on a planted mistake
 # ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,fn,tol", doctor.library_checks(), ids=lambda v: v if isinstance(v, str) else "")
 def test_library_check_passes(name, fn, tol):
     result = doctor.run_check(name, fn, tol)

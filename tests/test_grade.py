@@ -236,6 +236,7 @@ def test_gradebook_layout(graded):
     assert not [p for p in graded["out"].parent.iterdir() if p.name.endswith(".tmp")]
 
 
+@pytest.mark.slow
 def test_rerun_skips_graded_retries_the_rest_and_keeps_other_rows(graded, tmp_path):
     """Graded rows with the same content are skipped; a row of any other status (here a
     parse failure, and a row marked "kernel died" by hand) is retried without --force."""
@@ -358,6 +359,7 @@ def run_cells(sources, *, timeout, cell_timeout, kind="auto"):
 IGNORE_INTERRUPTS = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
 
 
+@pytest.mark.slow
 def test_cell_that_ignores_interrupts_is_killed_and_the_rest_runs():
     """A loop that ignores the interrupt: the kernel (the whole sandbox) is killed at the cell
     limit plus a grace period, restarted, and the notebook re-run without that cell."""
@@ -373,6 +375,7 @@ def test_cell_that_ignores_interrupts_is_killed_and_the_rest_runs():
     assert len(pids) == 2 and not any(alive(pid) for pid in pids)
 
 
+@pytest.mark.slow
 def test_notebook_time_limit_stops_everything():
     """Cells that each stay under the cell limit, but not under the notebook's: stopped at the
     notebook limit; done cells keep their outcome; no process outlives it."""
@@ -759,6 +762,7 @@ def test_hidden_tests_importing_the_old_checker_name_get_the_graders_forbid():
     assert session.events == [("forbid", ("lrnn.scan.binary_operator",)), ("unforbid",)]
 
 
+@pytest.mark.slow
 def test_parsing_in_threads_never_raises_cpythons_depth_mismatch():
     """CPython 3.11 shares the AST builder's depth counter between threads (cpython#106905):
     without the grader's parse lock, two workers parsing while the garbage collector runs

@@ -78,6 +78,7 @@ def image_command(opt, autograder, argv, env):
     return args
 
 
+@pytest.mark.slow
 def test_setup_sh_builds_the_image_and_the_autograder_grades(tmp_path):
     """The bundle's setup.sh installs its wheel with pip (metadata and every requirement of
     the extra checked; no index: this environment's packages stand in for PyPI), then
@@ -206,6 +207,7 @@ def slim_blank():
     return nb
 
 
+@pytest.mark.slow
 def test_unconfined_run_deletes_only_the_bundles_own_copy(tmp_path):
     """--sandbox none: the instructor's --solutions folder is never touched (a warning says
     a submission can read it); the bundle's unpacked copy loses its solution notebook and

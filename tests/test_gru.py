@@ -17,6 +17,7 @@ def cell_by_cell(params, u):
     return jnp.moveaxis(hs, 0, -2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rotate", [True, False])
 @pytest.mark.parametrize("batch", [(), (3,)])
 def test_fused_apply_is_the_cell_by_cell_loop(rng, rotate, batch):

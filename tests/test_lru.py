@@ -161,6 +161,7 @@ def test_ring_is_uniform_lemma_3_2():
 # Forward pass vs explicit loops
 # ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("shape", [(1, 3), (7, 3), (2, 3, 5, 3)])
@@ -226,6 +227,7 @@ def test_forward_blowup_formula():
     np.testing.assert_allclose(grid, [math.log(1 / 0.75) / 0.25, 1 / 0.75], rtol=1e-14)
 
 
+@pytest.mark.slow
 def test_forward_blowup_prop_3_3_monte_carlo():
     """Without γ normalisation, white noise and Glorot B: E‖x_∞‖² / E‖Bu‖² matches Prop. 3.3.
 

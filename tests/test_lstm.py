@@ -25,6 +25,7 @@ def random_params(rng, d_in, n, rotate):
     return {k: jnp.asarray(rng.normal(size=v.shape)) for k, v in p.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rotate", [True, False])
 @pytest.mark.parametrize("batch", [(), (3,), (2, 2)])
 def test_fused_apply_is_the_cell_by_cell_loop(rng, rotate, batch):

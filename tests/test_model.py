@@ -29,6 +29,7 @@ def test_count_params_lru_by_hand():
     assert model.count_params(p) == enc + norm + layer + glu + dec == 126
 
 
+@pytest.mark.slow
 def test_count_params_rotrnn_lstm_gru_by_hand():
     H, d_in = 4, 2
     outer = (d_in * H + H) + (H + 1)                       # encoder, decoder
@@ -126,6 +127,7 @@ def test_causality_and_bidirectionality():
     assert not np.allclose(y_layer[:, 0], y_layer2[:, 0])        # sees the future
 
 
+@pytest.mark.slow
 def test_tokens_dropout_and_shapes():
     cfg = _cfg(d_input=None, vocab_size=10, d_output=9, pool="none", dropout=0.5)
     p, s = _init(cfg)

@@ -93,6 +93,7 @@ def test_transition_orthogonal_for_any_parameters(rng, n, m, u1):
     assert np.linalg.det(W) == pytest.approx(det, abs=1e-10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n,m", [(6, 2), (6, 6)])
 @pytest.mark.parametrize("batch", [(), (2, 3)])
 def test_apply_matches_numpy_loop(rng, n, m, batch):
@@ -129,6 +130,7 @@ def test_float32_default(rng):
     np.testing.assert_allclose(h, apply_np(p, u), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_gradients(rng):
     n, m, d_in, L = 4, 2, 2, 3
     p = random_params(rng, d_in, n, m)
@@ -139,6 +141,7 @@ def test_gradients(rng):
     assert np.all(np.asarray(g["U"])[np.triu_indices(n, 1, m)] == 0)
 
 
+@pytest.mark.slow
 def test_gradients_full_m_and_u1(rng):
     """m = n: every parameter but u1 by finite differences; u1 gets the straight-through
     gradient, i.e. the derivative with respect to the entry of H_1(u_1) = diag(1, …, u_1)."""
@@ -202,6 +205,7 @@ def test_formulations_match_the_paper(rng, n, m, u1, formulation):
     np.testing.assert_allclose(h, apply_np(p, u), atol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n,m", [(6, 2), (6, 5), (5, 5)])
 def test_dense_gradients_equal_the_reflection_reference(rng, n, m):
     """The gradient through W's construction (dense) equals the reflection-by-reflection
@@ -257,6 +261,7 @@ def test_float32_formulations_stay_close_to_float64(rng):
             np.testing.assert_allclose(g[k], g_ref[k], atol=1e-4 * scale, err_msg=f"{f} {k}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["cpu", "gpu"])
 def test_W_of_the_dense_formulation_on_each_backend(rng, backend):
     """On a CPU W is built reflection by reflection, on a GPU by the compact WY form: the same
@@ -299,6 +304,7 @@ def test_choose_formulation_and_auto(rng):
     assert _forms_W(lambda q, x: ornn.apply(q, x, formulation="dense"), small, x, n=n)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("m", [4, 16])
 def test_W_stays_orthogonal_after_training(m):
     """A few hundred Adam steps at a large learning rate move U far from its initialisation;

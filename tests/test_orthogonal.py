@@ -197,6 +197,7 @@ def test_householder_product_masks_eq9_structure(rng):
                                atol=1e-14)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n,m", [(1, 1), (2, 2), (5, 1), (5, 3), (7, 5), (6, 6)])
 @pytest.mark.parametrize("builder", ["reflect_identity", "compact_wy"])
 def test_pure_builders_of_W_are_eq_8(rng, n, m, builder):

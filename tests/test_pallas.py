@@ -51,6 +51,7 @@ def _close(x, ref, tol=2e-5):
     np.testing.assert_allclose(np.asarray(x), np.asarray(ref), atol=tol * scale, rtol=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_forward_matches_sequential_on_every_path(rng, kind):
     a, b = _inputs(rng, kind)
@@ -61,6 +62,7 @@ def test_forward_matches_sequential_on_every_path(rng, kind):
         _close(x, linear_scan(a, b, reverse=rev, method="sequential"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["complex time-invariant", "real time-varying"])
 def test_adjoint_pass_matches_the_reference_adjoint(rng, kind):
     # The fused backward pass (the kernel in the other direction, reading x one row ahead to
@@ -99,6 +101,7 @@ def _autodiff_sequential(a, b):
     return jnp.moveaxis(x, 0, -2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["complex time-invariant", "real time-varying",
                                   "complex time-varying"])
 def test_gradients_through_linear_scan_match_autodiff(rng, kind):
@@ -117,6 +120,7 @@ def test_gradients_through_linear_scan_match_autodiff(rng, kind):
                                    atol=1e-4 * float(jnp.max(jnp.abs(r))), rtol=0)
 
 
+@pytest.mark.slow
 @settings(max_examples=5, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(batch=st.integers(1, 2), length=st.integers(1, 11), n=st.integers(1, 9),

@@ -100,6 +100,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_values_and_gradients_match_the_float64_reference(case):
     _, kind, lead, length, n, tiles, chunk, reverse = case
@@ -290,6 +291,7 @@ def _forward_and_adjoint(a, b):
     return scan_pallas.scan_planes(a_p, b_p, reverse=True, x=x)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind,shape", [("complex64", s) for s in bench.GPU_EXTRA_SHAPES]
                          + [("float32 time-varying", s) for s in bench.TV_SHAPES],
                          ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple)

@@ -28,6 +28,7 @@ def test_the_registry_holds_every_layer_of_the_course():
         layers.get("rnn")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", layers.names())
 def test_every_layer_has_the_same_signature(name):
     """``init(key, d_in, d_state, **options)`` and ``apply(params, u, **options)``, options

@@ -54,6 +54,7 @@ def random_problem(rng, shape, *, complex_, time_varying):
     return a, b
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("complex_", [False, True])
@@ -89,6 +90,7 @@ def test_long_sequence_float32_stays_close_to_float64(rng, method, reverse):
     assert np.abs(x32 - x64_).max() / scale < 2e-4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("reverse", [False, True])
 def test_rotation_scan_is_the_dense_rotation_recurrence(x64, rng, method, reverse):
@@ -143,6 +145,7 @@ def weighted_loss(scan_fn):
     return loss
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["sequential", "associative", "chunked"])
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("complex_", [False, True])
@@ -167,6 +170,7 @@ def test_gradient_for_real_decay_with_complex_inputs_is_real(x64, rng):
     np.testing.assert_allclose(g, r, rtol=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["sequential", "chunked"])
 def test_check_grads_finite_differences(x64, rng, method):
     a, b = random_problem(rng, (7, 3), complex_=False, time_varying=True)

@@ -30,6 +30,7 @@ CASES = {                                           # b shape, reverse, a time-v
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("case", CASES)
 def test_planes_are_the_complex_scan_values_and_gradients(case, method):

@@ -41,6 +41,7 @@ CASES = [(False, False, False), (False, True, False), (False, False, True),
          (False, True, True), (True, True, False), (True, False, True)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("reverse,complex_,time_varying", CASES)
 def test_linear_scan_from_an_initial_state_is_the_float64_loop(rng, method, reverse, complex_,
@@ -67,6 +68,7 @@ def test_planes_from_an_initial_state_are_the_float64_loop(rng, method, reverse)
                                atol=2e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("reverse", [False, True])
 def test_rotation_scan_from_an_initial_state_is_the_float64_loop(rng, method, reverse):
@@ -80,6 +82,7 @@ def test_rotation_scan_from_an_initial_state_is_the_float64_loop(rng, method, re
     np.testing.assert_allclose(final, want[..., 0 if reverse else -1, :], rtol=2e-5, atol=2e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["sequential", "associative", "chunked", "pallas"])
 @pytest.mark.parametrize("reverse", [False, True])
 def test_chunks_carrying_the_final_state_are_one_scan(rng, method, reverse):
@@ -230,6 +233,7 @@ def _assert_trees_close(got, want, tol):
         np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LAYERS)
 @pytest.mark.parametrize("start", ["zero", "random"])
 def test_layer_step_by_step_is_apply(name, start):
@@ -269,6 +273,7 @@ def test_layer_chunks_carrying_the_state_are_one_pass(name, chunk):
     _assert_trees_close(s, final, 2e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LAYERS)
 def test_layer_gradient_of_the_initial_state_is_finite_differences(x64, name):
     spec, params = _layer(name, np.float64)
@@ -381,6 +386,7 @@ def _model(layer="lru", pool="none", **kw):
     return cfg, params, bn, x
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layer", ["lru", "rotrnn", "ornn", "rotlstm", "gru"])
 @pytest.mark.parametrize("pool", ["none", "last"])
 def test_model_step_by_step_is_apply(layer, pool):

@@ -58,6 +58,7 @@ def test_resumed_run_ends_where_the_uninterrupted_run_ends(tmp_path):
     assert not _leaves_equal(first["params"], resumed["params"])
 
 
+@pytest.mark.slow
 def test_checkpoint_round_trip_and_config_check(tmp_path):
     cfg = _tiny(tmp_path, steps=2, eval_every=2)
     res = train.train(cfg, progress=False)
@@ -77,6 +78,7 @@ def test_checkpoint_round_trip_and_config_check(tmp_path):
         train.train(_tiny(tmp_path, steps=2, eval_every=2, lr=0.5), progress=False)
 
 
+@pytest.mark.slow
 def test_more_steps_continue_a_run(tmp_path):
     first = train.train(_tiny(tmp_path, steps=2, eval_every=2), progress=False)
     more = train.train(_tiny(tmp_path, steps=4, eval_every=2), progress=False)
@@ -404,6 +406,7 @@ def test_targets_use_only_gpu_runs_of_the_gpu_suite():
     assert "| `smnist-lru` | accuracy ≥ 95.0% | not measured | – | – |" in md
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(experiments.suite("gpu-targets")))
 def test_every_gpu_target_config_builds_and_runs(name):
     # The GPU suite cannot run in CI, but a typo in one of its configurations must not cost a
