@@ -4,7 +4,7 @@ import pytest
 
 import lrnn
 from lrnn.course import check as chk
-from lrnn.course.check import check, run
+from lrnn.course.check import check, result_of
 
 
 @pytest.fixture(autouse=True)
@@ -83,7 +83,7 @@ def test_registry_metadata():
 # --------------------------------------------------------------------------------------
 
 def message(ex_id, fn):
-    res = run(ex_id, fn)
+    res = result_of(ex_id, fn)
     assert res.status in ("fail", "error", "not implemented"), res.message
     return res.message
 
@@ -109,7 +109,7 @@ def test_no_exception_escapes_even_for_base_exceptions():
 
     def weird(A):
         raise Weird("odd")
-    res = run("1.5", weird)
+    res = result_of("1.5", weird)
     assert res.status == "error" and "Weird" in res.message
 
 
@@ -234,8 +234,8 @@ def test_unknown_exercise_and_non_callable(capsys):
 
 def test_checks_are_deterministic():
     wrong = lambda A: np.linalg.norm(A, 2)  # noqa: E731
-    assert run("1.5", wrong).message == run("1.5", wrong).message
-    assert run("1.5", wrong, seed=0).message == run("1.5", wrong).message
+    assert result_of("1.5", wrong).message == result_of("1.5", wrong).message
+    assert result_of("1.5", wrong, seed=0).message == result_of("1.5", wrong).message
 
 
 def test_grading_mode_raises_on_failure_only(monkeypatch, capsys):
@@ -303,12 +303,12 @@ def test_forbid_fails_the_block_in_which_the_reference_ran_and_nothing_after_it(
 # --------------------------------------------------------------------------------------
 
 def test_grading_mode_is_quiet_raises_and_hides_expected_values(capsys):
-    from lrnn.course.check import grading, grading_mode
+    from lrnn.course.check import grading_mode, under_autograder
     wrong = lambda A: np.linalg.norm(A, 2)  # noqa: E731
-    shown = run("1.5", wrong).message
+    shown = result_of("1.5", wrong).message
     assert "expected:" in shown
     with grading_mode():
-        assert grading()
+        assert under_autograder()
         with pytest.raises(chk.ExerciseFailed) as info:
             check("1.5", wrong)
         assert check("1.5", radius_ref) is True
@@ -316,7 +316,7 @@ def test_grading_mode_is_quiet_raises_and_hides_expected_values(capsys):
     text = str(info.value)
     assert "received:" in text and "largest singular value" in text
     assert "expected" not in text
-    assert not grading()
+    assert not under_autograder()
 
 
 def test_largest_intermediate_asks_a_remote_function():
@@ -349,7 +349,7 @@ def _wrong_operator(left, right):
 
 def test_first_failure_prints_exactly_the_usual_message(capsys, fresh_counts):
     assert check("1.1", _wrong_operator) is False
-    assert capsys.readouterr().out == run("1.1", _wrong_operator).message + "\n"
+    assert capsys.readouterr().out == result_of("1.1", _wrong_operator).message + "\n"
 
 
 def test_second_failure_adds_the_stronger_hint_and_a_pass_resets(capsys, fresh_counts):
@@ -358,7 +358,7 @@ def test_second_failure_adds_the_stronger_hint_and_a_pass_resets(capsys, fresh_c
     assert "Still stuck?" not in capsys.readouterr().out
     check("1.1", _wrong_operator)
     second = capsys.readouterr().out
-    assert second.startswith(run("1.1", _wrong_operator).message)
+    assert second.startswith(result_of("1.1", _wrong_operator).message)
     assert f"Still stuck? A stronger hint: {stronger}" in second
     check("1.1", lambda l, r: (r[0] * l[0], r[0] * l[1] + r[1]))     # the right answer
     check("1.1", _wrong_operator)

@@ -20,7 +20,7 @@ def not_grading(monkeypatch):
 
 
 def _hint(ex, fn):
-    res = lc.run(ex, fn)
+    res = lc.result_of(ex, fn)
     assert res.status in ("fail", "error"), res.message
     return res.message
 
@@ -140,7 +140,7 @@ SLOW_CHECKS = {"7.3"}
 @pytest.mark.parametrize("ex", [pytest.param(e, marks=pytest.mark.slow) if e in SLOW_CHECKS else e
                                 for e in sorted(REFERENCES)])
 def test_reference_passes(ex):
-    assert lc.run(ex, REFERENCES[ex]).passed, lc.run(ex, REFERENCES[ex]).message
+    assert lc.result_of(ex, REFERENCES[ex]).passed, lc.result_of(ex, REFERENCES[ex]).message
 
 
 @pytest.mark.slow
@@ -149,7 +149,7 @@ def test_reference_passes_with_tf32_products(ex):
     """The checkers run the student's code under exact float32 products; with TF32 emulated on
     every product outside that policy, the verdict is the same."""
     with precision.tf32_emulated(), precision.exact_matmuls():
-        assert lc.run(ex, REFERENCES[ex]).passed
+        assert lc.result_of(ex, REFERENCES[ex]).passed
 
 
 def test_library_rotgru_follows_the_checker():
@@ -405,7 +405,7 @@ CH8 = {"8.1": ln8, "8.2": glu8, "8.3": block8, "8.4": model8, "8.5": mask8, "8.7
 @pytest.mark.slow
 @pytest.mark.parametrize("ex", sorted(CH8))
 def test_reference_passes_chapter_8(ex):
-    res = lc.run(ex, CH8[ex])
+    res = lc.result_of(ex, CH8[ex])
     assert res.passed, res.message
     assert lc.get(ex).stronger_hint, f"exercise {ex} has no stronger hint"
 

@@ -24,7 +24,9 @@ def test_old_names_are_removed_in_the_stated_version():
 
 
 def test_every_notice_states_the_removal_version():
-    for old in [*_aliases.OLD_NAMES, *_aliases.OLD_SUBMODULES, *_aliases.OLD_ATTRIBUTES]:
+    renamed = [f"{m}.{old}" for m, names in _aliases.RENAMED_IN.items() for old in names]
+    for old in [*_aliases.OLD_NAMES, *_aliases.OLD_SUBMODULES, *_aliases.OLD_ATTRIBUTES,
+                *renamed]:
         assert f"lrnn {_aliases.REMOVED_IN}" in _aliases.notice(old), old
 
     @_validate.renamed_keywords(old_size="size")
@@ -33,6 +35,27 @@ def test_every_notice_states_the_removal_version():
     with pytest.warns(DeprecationWarning, match=rf"f\(old_size=\.\.\.\) is deprecated: use "
                                                 rf"size=\.\.\. .*lrnn {_aliases.REMOVED_IN}"):
         assert f(old_size=3) == 3
+
+
+def test_renamed_names_warn_at_the_callers_line_and_give_the_new_object():
+    """Names renamed inside a module (``check.run`` beside the ``grading.run`` module,
+    ``check.grading()`` beside the ``grading`` package): the old name warns once per use,
+    pointing at the line that used it, and is the new object; a name never defined is an
+    AttributeError as before."""
+    import lrnn.course.check as check
+    for module, names in _aliases.RENAMED_IN.items():
+        target = importlib.import_module(module)
+        for old, new in names.items():
+            with pytest.warns(DeprecationWarning, match=rf"{module}\.{old} is deprecated: use "
+                                                        rf"{module}\.{new}") as caught:
+                assert getattr(target, old) is getattr(target, new)
+            assert caught[0].filename == __file__, caught[0].filename
+            assert not hasattr(target, old + "_never_defined")
+    with pytest.warns(DeprecationWarning, match="result_of"):
+        from lrnn.course.check import run  # noqa: F401
+    assert _aliases.is_old_name("lrnn.course.check.grading")
+    assert not _aliases.is_old_name("lrnn.course.check.result_of")
+    assert check.result_of("1.5", lambda A: 0.0).status == "fail"
 
 
 def test_the_finder_comes_after_pythons_own():

@@ -69,6 +69,13 @@ OLD_ATTRIBUTES = {
     },
 }
 
+#: Names renamed inside a module that kept its own name: module -> {old name: new name}. The
+#: module's ``__getattr__`` calls :func:`renamed`. (``check.run`` sat beside the ``grading.run``
+#: module, and ``check.grading()`` beside the ``grading`` package.)
+RENAMED_IN = {
+    "lrnn.course.check": {"run": "result_of", "grading": "under_autograder"},
+}
+
 #: ``python -m OLD`` -> the subcommand of ``lrnn`` that replaces it.
 OLD_COMMANDS = {"lrnn.train": "train", "lrnn.experiments": "experiments", "lrnn.bench": "bench",
                 "lrnn.grade": "grade", "lrnn.doctor": "doctor", "lrnn.exercises": "exercises"}
@@ -80,6 +87,9 @@ def new_name(fullname: str) -> str | None:
     ``lrnn.rotlstm`` answers ``lrnn.layers.lstm``, where most of it went."""
     if fullname in OLD_ATTRIBUTES:
         return next(iter(OLD_ATTRIBUTES[fullname].values()))[0]
+    module, _, name = fullname.rpartition(".")
+    if name in RENAMED_IN.get(module, {}):
+        return f"{module}.{RENAMED_IN[module][name]}"
     for old, new in (*OLD_NAMES.items(), *OLD_SUBMODULES.items()):
         if fullname == old or fullname.startswith(old + "."):
             return new + fullname[len(old):]
@@ -101,7 +111,9 @@ def _caller_stacklevel() -> int:
     while frame is not None:
         name = frame.f_code.co_filename
         internal = "importlib" in name and "_bootstrap" in name
-        if not (internal or name == __file__ or name.startswith(_IMPORTLIB)
+        module_getattr = frame.f_code.co_name == "__getattr__" and str(
+            frame.f_globals.get("__name__", "")).startswith("lrnn")
+        if not (internal or name == __file__ or name.startswith(_IMPORTLIB) or module_getattr
                 or frame.f_globals.get("__name__") == "lrnn"):
             return level
         frame, level = frame.f_back, level + (not internal)
@@ -121,6 +133,16 @@ def notice(old: str) -> str:
 
 def warn(old: str) -> None:
     warnings.warn(notice(old), DeprecationWarning, stacklevel=_caller_stacklevel())
+
+
+def renamed(module: str, name: str):
+    """For ``module``'s ``__getattr__``: the object an old ``name`` now has, with a warning, or
+    the AttributeError that any other missing name gets."""
+    new = RENAMED_IN.get(module, {}).get(name)
+    if new is None:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    warn(f"{module}.{name}")
+    return getattr(sys.modules[module], new)
 
 
 def warn_keyword(where: str, old: str, new: str, *, stacklevel: int = 2) -> None:

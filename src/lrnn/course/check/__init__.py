@@ -15,7 +15,8 @@ from ._core import (GRADING_ENV, REGISTRY, RESULTS, CheckFailure, Exercise, Exer
                     ForbiddenCall, NotImplementedYet, Result, StopCheck, StudentError,
                     alternative, as_array, call, check, count_calls, crandn, describe, exercise,
                     expect, expect_close, expect_dtype, expect_shape, forbid, get,
-                    grading, grading_mode, largest_intermediate, randn, run, unit_disk, when)
+                    grading_mode, largest_intermediate, randn, result_of, under_autograder,
+                    unit_disk, when)
 from ._core import _sort_key
 
 _loaded = False
@@ -38,9 +39,14 @@ def exercises() -> dict[str, Exercise]:
     return {k: REGISTRY[k] for k in sorted(REGISTRY, key=_sort_key)}
 
 
-__all__ = ["check", "run", "exercise", "exercises", "get", "Exercise", "Result", "CheckFailure",
+def __getattr__(name):
+    from lrnn import _aliases
+    return _aliases.renamed(__name__, name)
+
+
+__all__ = ["check", "result_of", "exercise", "exercises", "get", "Exercise", "Result", "CheckFailure",
            "ExerciseFailed", "StopCheck", "StudentError", "NotImplementedYet", "call", "expect",
            "expect_close", "expect_shape", "expect_dtype", "as_array", "alternative", "when",
-           "describe", "randn", "crandn", "unit_disk", "grading", "GRADING_ENV", "REGISTRY",
+           "describe", "randn", "crandn", "unit_disk", "under_autograder", "GRADING_ENV", "REGISTRY",
            "RESULTS", "load_all", "forbid", "ForbiddenCall", "count_calls",
            "grading_mode", "largest_intermediate"]

@@ -9,7 +9,7 @@ Nothing here prints or inspects source code, so a check never reveals a solution
 
 The framework is split by job: ``_types`` (records, failures, registries), ``_registry``,
 ``_format``, ``_expect`` (calling student code, expectations, hints), ``_inputs``, ``_run``
-(``run``, ``check``, the grading mode); the hidden tests' tools stay here. Every name is
+(``result_of``, ``check``, the grading mode); the hidden tests' tools stay here. Every name is
 importable from here, as before.
 """
 from __future__ import annotations
@@ -23,7 +23,8 @@ from ._expect import (_hint_conjugate, _hint_negated, _hint_nonfinite, _hint_rea
 from ._format import _format_failure, _short, _to_numpy, describe  # noqa: F401
 from ._inputs import crandn, randn, reference_scan, unit_disk  # noqa: F401
 from ._registry import _sort_key, exercise, get  # noqa: F401
-from ._run import _exact_matmuls, _exception_hint, check, grading, grading_mode, run  # noqa: F401
+from ._run import (_exact_matmuls, _exception_hint, check, grading_mode,  # noqa: F401
+                   result_of, under_autograder)
 from ._types import (_GRADER, FAILURES, GRADING_ENV, REGISTRY, RESULTS, CheckFailure,  # noqa: F401
                      Exercise, ExerciseFailed, NotImplementedYet, Result, StopCheck, StudentError)
 

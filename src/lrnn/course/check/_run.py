@@ -1,5 +1,5 @@
-"""Running a checker: ``run`` (a Result, never raises for a student's mistake) and ``check``
-(prints it; raises under the autograder), and the autograder's mode."""
+"""Running a checker: ``result_of`` (a Result, never raises for a student's mistake) and
+``check`` (prints it; raises under the autograder), and the autograder's mode."""
 from __future__ import annotations
 
 import contextlib
@@ -14,7 +14,7 @@ from ._types import (_GRADER, FAILURES, GRADING_ENV, REGISTRY, RESULTS, CheckFai
                      NotImplementedYet, Result, StopCheck, StudentError)
 
 
-def grading() -> bool:
+def under_autograder() -> bool:
     """True under the autograder: in its process while it runs official tests, or in a
     process started with ``LRNN_GRADING=1``."""
     return _GRADER.get() or os.environ.get(GRADING_ENV) == "1"
@@ -36,7 +36,7 @@ def _exact_matmuls():
     return exact_matmuls()
 
 
-def run(exercise_id, answer, *, seed: int = 0) -> Result:
+def result_of(exercise_id, answer, *, seed: int = 0) -> Result:
     """Run the checker of ``exercise_id`` on ``answer``; never raises for student mistakes."""
     ex_id = str(exercise_id).removeprefix("ex")
     try:
@@ -95,7 +95,7 @@ def check(exercise_id, answer, *, seed: int = 0, quiet: bool = False) -> bool:
     mistake in ``answer``, except under the autograder (environment variable
     ``LRNN_GRADING=1``), where a failure raises ``ExerciseFailed`` so the test cell is marked
     as failed; the grader never shows the stronger hint."""
-    result = run(exercise_id, answer, seed=seed)
+    result = result_of(exercise_id, answer, seed=seed)
     RESULTS[result.exercise] = result
     message = result.message
     if result.passed:
@@ -103,10 +103,10 @@ def check(exercise_id, answer, *, seed: int = 0, quiet: bool = False) -> bool:
     elif result.status in ("fail", "error") and result.exercise in REGISTRY:
         FAILURES[result.exercise] = FAILURES.get(result.exercise, 0) + 1
         stronger = REGISTRY[result.exercise].stronger_hint
-        if stronger and FAILURES[result.exercise] >= 2 and not grading():
+        if stronger and FAILURES[result.exercise] >= 2 and not under_autograder():
             message += f"\n  Still stuck? A stronger hint: {stronger}"
     if not quiet and not _GRADER.get():
         print(message)
-    if grading() and not result.passed:
+    if under_autograder() and not result.passed:
         raise ExerciseFailed(result.message)
     return result.passed
