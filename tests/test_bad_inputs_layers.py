@@ -183,6 +183,7 @@ def _cli(*args):
                           timeout=300)
 
 
+@pytest.mark.slow
 def test_experiments_only_without_names_and_missing_dirs(tmp_path):
     out = _cli("lrnn.training.experiments", "run", "smoke", "--only", "--out", str(tmp_path))
     assert out.returncode == 2 and "--only" in out.stderr

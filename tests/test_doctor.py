@@ -92,6 +92,7 @@ def test_slowest_report_marks_what_is_over_budget(tmp_path):
     assert "a.ipynb" in out.stdout and "cell 2 (nbval Cell 1): slow_cell()" in out.stdout
 
 
+@pytest.mark.slow
 def test_execute_writes_cell_times_in_place(tmp_path):
     path = tmp_path / "tiny.ipynb"
     nb = nbformat.v4.new_notebook()

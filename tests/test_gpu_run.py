@@ -123,6 +123,7 @@ def test_the_measured_column_is_filled_from_the_scan_rows():
     assert "| 16×16384×256 | ti-complex | 36% | 1.27× | 50%, 2.00× |" in md
 
 
+@pytest.mark.slow
 def test_the_wrapper_passes_its_arguments_and_refuses_bad_ones(tmp_path):
     got = _run(tmp_path, "--dry-run", "--budget-s", "-3", "--out", str(tmp_path / "r"),
                timeout=120)
@@ -161,6 +162,7 @@ def test_the_predicted_fractions_are_those_of_the_model():
         assert abs(got - p.copy_fraction) < 0.005, (p, got)
 
 
+@pytest.mark.slow
 def test_a_part_still_running_when_the_budget_ends_is_stopped_and_said(tmp_path, monkeypatch):
     # the layer part's estimate says 1 s; it needs far more: stopped at the budget (+ grace)
     parts = tuple(dataclasses.replace(p, dry_estimate_s=1) if p.name == "layer" else p

@@ -259,6 +259,7 @@ def test_rerun_skips_graded_retries_the_rest_and_keeps_other_rows(graded, tmp_pa
     assert after == before                            # the retried rows came out the same
 
 
+@pytest.mark.slow
 def test_regrading_in_another_order_changes_nothing(graded, tmp_path):
     """--force on two submissions, in reverse order and one at a time (the first run was
     parallel): the same rows, and every other row untouched."""
@@ -390,6 +391,7 @@ def test_notebook_time_limit_stops_everything():
     assert pids and not any(alive(pid) for pid in pids)
 
 
+@pytest.mark.slow
 def test_bad_file_name_write_error_and_no_sandbox(tmp_path):
     """A file name that is not valid UTF-8 gets its own row; a feedback file that cannot be
     written costs only its row; `--sandbox none` warns and says so in the gradebook."""
@@ -523,6 +525,7 @@ def _snapshot(folder):
     return {p.name: p.read_bytes() for p in sorted(Path(folder).iterdir())}
 
 
+@pytest.mark.slow
 def test_exercises_build_never_deletes_or_overwrites_on_bad_input(tmp_path):
     """`python -m lrnn exercises build` with an empty or missing solutions folder, the same
     folder twice, or an exercises path that is a file: a clear error, a non-zero exit, and
@@ -584,6 +587,7 @@ def _processes_of(uids):
     return found
 
 
+@pytest.mark.slow
 def test_killed_grader_leaves_no_process_and_no_temporary_file(tmp_path):
     """SIGKILL to the grader while a sandboxed notebook sleeps: the sandbox dies with it, the
     gradebook is as before, no temporary file is left, and the lock is free again."""
@@ -648,6 +652,7 @@ def subprocess_pid_that_exited():
     return p.pid
 
 
+@pytest.mark.slow
 def test_nothing_beside_the_submissions_is_shown_to_kernels(tmp_path):
     """Only the submission enters its kernel's folder: not a data file beside it, nor (with
     --out and --feedback-dir in the submissions folder) the gradebook, its lock or anyone's
@@ -739,6 +744,7 @@ def test_keys_and_feedback_names_are_one_to_one(tmp_path):
     assert len(names) == 5 and all(re.search(r"-[0-9a-f]{64}\.md$", n) for n in names)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", ["a" + ".b" * 200_000, "x = " + "-" * 100_000 + "1"])
 def test_nesting_too_deep_to_parse_is_skipped_not_a_grader_error(source):
     """A student cell whose syntax tree exhausts the stack or memory (RecursionError,

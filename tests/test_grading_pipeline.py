@@ -264,6 +264,7 @@ def by_name(rows):
     return {Path(r["submission"]).name: r for r in rows}
 
 
+@pytest.mark.slow
 def test_details_hold_what_the_report_needs(graded_class):
     gb = graded_class["gradebook"]
     details = json.loads(details_path(gb).read_text())
@@ -281,6 +282,7 @@ def test_details_hold_what_the_report_needs(graded_class):
         assert stat.S_IMODE(p.stat().st_mode) == 0o644, p
 
 
+@pytest.mark.slow
 def test_force_keeps_hand_grades_and_refuses_to_overwrite_edited_automatic_points(
         graded_class, tmp_path):
     base = tmp_path / "copy"

@@ -476,6 +476,7 @@ def test_table_tiles_are_shrunk_to_the_register_budget(kind):
                 assert pallas_tuning.registers(p.tiles, k, adjoint) <= 255
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("design", ["measured", "time-parallel"])
 def test_lowering_survives_a_0_11_style_gpu_lookup(monkeypatch, design):
     """Without JAX >= 0.11 here, its lookup is emulated on the older lowering: the GPU comes

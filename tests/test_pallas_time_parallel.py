@@ -335,6 +335,7 @@ def test_the_prediction_script_counts_only_the_programs_an_sm_holds():
     assert 0.70 < one_warp["fraction"] < 0.74          # the probe's 72 %, from the same fit
 
 
+@pytest.mark.slow
 def test_the_ptxas_script_dumps_one_triton_module_per_pass(tmp_path):
     # scripts/ptxas_registers.py (TUNING.md "Registers from ptxas"): its first half, which
     # needs no Triton package, lowers each pass of the time-parallel kernel for an H100.

@@ -47,6 +47,7 @@ def test_round_to_tf32_keeps_ten_mantissa_bits():
     assert y[3] == 1.0 and y[4] == -3.0 and np.isinf(y[5]) and np.isnan(y[6])
 
 
+@pytest.mark.slow
 def test_emulation_follows_the_precision_setting():
     a = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
     exact = a.astype(np.float64) @ a.astype(np.float64)

@@ -416,6 +416,7 @@ def test_model_chunks_carrying_the_state_are_one_pass(chunk):
     np.testing.assert_allclose(jnp.concatenate(parts, 1), out, rtol=2e-5, atol=2e-5)
 
 
+@pytest.mark.slow
 def test_model_tokens_step_by_step_is_apply():
     cfg = model.ModelConfig(layer="gru", d_input=None, vocab_size=5, d_output=2, depth=1,
                             d_model=4, d_state=4, pool="last")

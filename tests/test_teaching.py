@@ -245,6 +245,7 @@ def check_no_solution_is_printed_in_its_chapter(pair):
     assert not copies, f"solutions printed nearly verbatim in {chapter.name}: {copies}"
 
 
+@pytest.mark.slow
 def test_no_solution_is_printed_in_its_chapter():
     assert_every(PAIRS, check_no_solution_is_printed_in_its_chapter, name=lambda p: p[0].name)
 

@@ -101,6 +101,7 @@ TINY_CLI = ["--task", "adding", "--seq-len", "6", "--layer", "lru", "--depth", "
             "--n-test", "8", "--no-progress"]
 
 
+@pytest.mark.slow
 def test_a_changed_option_names_itself_with_both_values_in_one_line(tmp_path, capsys):
     ck = str(tmp_path / "ck.npz")
     train.main(TINY_CLI + ["--steps", "2", "--checkpoint", ck])
@@ -164,6 +165,7 @@ def test_task_sizes_are_refused_in_the_options_words(capsys, monkeypatch, argv, 
     assert len(errors) == 1 and " K" not in errors[0] and " T " not in errors[0]
 
 
+@pytest.mark.slow
 def test_ctrl_c_says_what_was_kept_and_exits_130(tmp_path, capsys, monkeypatch):
     real = train._make_fns
     calls = []
@@ -318,6 +320,7 @@ def test_config_nests_one_model_config():
         train.TrainConfig(layer="transformer")
 
 
+@pytest.mark.slow
 def test_experiments_list_and_one_stored_run(tmp_path):
     out = subprocess.run([sys.executable, "-m", "lrnn.training.experiments", "list"],
                          capture_output=True, text=True, check=True).stdout
