@@ -43,7 +43,7 @@ UNMARKED_LIMIT_WALL_S = 120.0
 JAX_CACHE = ROOT / ".pytest_cache" / "jax-compilation"
 
 
-def _use_compilation_cache(config):
+def _use_compilation_cache():
     choice = os.environ.get("LRNN_TEST_JAX_CACHE", "")
     if choice.lower() == "off" or os.environ.get("JAX_COMPILATION_CACHE_DIR"):
         return
@@ -55,7 +55,7 @@ def _use_compilation_cache(config):
 
 def pytest_configure(config):
     if quick_tier(config):
-        _use_compilation_cache(config)
+        _use_compilation_cache()
     if config.pluginmanager.hasplugin("nbval"):
         opt = config.option
         if not opt.nbval:                     # `--nbval` asks for strict output comparison

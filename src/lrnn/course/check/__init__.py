@@ -44,9 +44,9 @@ def __getattr__(name):
     return _aliases.renamed(__name__, name)
 
 
-__all__ = ["check", "result_of", "exercise", "exercises", "get", "Exercise", "Result", "CheckFailure",
-           "ExerciseFailed", "StopCheck", "StudentError", "NotImplementedYet", "call", "expect",
-           "expect_close", "expect_shape", "expect_dtype", "as_array", "alternative", "when",
-           "describe", "randn", "crandn", "unit_disk", "under_autograder", "GRADING_ENV", "REGISTRY",
-           "RESULTS", "load_all", "forbid", "ForbiddenCall", "count_calls",
-           "grading_mode", "largest_intermediate"]
+__all__ = ["check", "result_of", "exercise", "exercises", "get", "Exercise", "Result",
+           "CheckFailure", "ExerciseFailed", "StopCheck", "StudentError", "NotImplementedYet",
+           "call", "expect", "expect_close", "expect_shape", "expect_dtype", "as_array",
+           "alternative", "when", "describe", "randn", "crandn", "unit_disk", "under_autograder",
+           "GRADING_ENV", "REGISTRY", "RESULTS", "load_all", "forbid", "ForbiddenCall",
+           "count_calls", "grading_mode", "largest_intermediate"]

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ._core import alternative, call, expect, expect_close, exercise, randn
-from .ch02 import _naive_states, random_params
+from .ch02 import _naive_states, _pair, random_params
 
 #: The model's LayerNorm epsilon (``lrnn.model.NORM_EPS``), stated in the exercise.
 EPS = 1e-5
@@ -410,13 +410,6 @@ _STEP_HINTS = [
 ]
 
 
-def _step_pair(got, inputs):
-    expect(isinstance(got, (tuple, list)) and len(got) == 2,
-           "return a pair (x_new, y): the new state and the step's output.",
-           inputs=inputs, received=got, hint="`return x_new, y`.")
-    return got
-
-
 @exercise("8.7", points=3, title="one step of the LRU layer, state in and state out",
           reference="LRU eq. 3 with Λ = diag(λ) and §3.3–§3.4 (λ, γ); chapter 8, §8.7 (state "
                     "in, state out)",
@@ -431,7 +424,7 @@ def _(fn, rng):
         x = (randn(rng, *lead, n) + 1j * randn(rng, *lead, n)).astype(np.complex64)
         v = randn(rng, *lead, h)
         inputs = {"q": q, "x": x, "v_t": v}
-        got_x, got_y = _step_pair(call(fn, inputs), inputs)
+        got_x, got_y = _pair(call(fn, inputs), inputs, "x_new, y")
         want = lru.step(q, {"x": x}, v)
         hints = {name: np_lru_step(q, x, v, variant=name) for name, _ in _STEP_HINTS}
         expect_close(got_x, np.asarray(want[0]["x"]), inputs=inputs, rtol=RTOL, atol=ATOL,
@@ -448,8 +441,8 @@ def _(fn, rng):
     x = np.zeros((2, n), np.complex64)
     outputs = []
     for k in range(length):
-        x, y = _step_pair(call(fn, {"q": q, "x": x, "v_t": u[:, k]}),
-                          {"q": q, "x": "the state your step returned", "v_t": u[:, k]})
+        x, y = _pair(call(fn, {"q": q, "x": x, "v_t": u[:, k]}),
+                     {"q": q, "x": "the state your step returned", "v_t": u[:, k]}, "x_new, y")
         outputs.append(np.asarray(y))
     expect_close(np.stack(outputs, axis=-2), want, inputs={"q": q, "u": u}, rtol=2e-4,
                  atol=2e-5, time_axis=-2, what=f"the outputs of {length} steps fed back from "
@@ -501,12 +494,8 @@ def _(fn, rng):
                       f"what your function returned for chunk {k}", "chunk": chunk}
             pair = call(fn, {"params": params, "state": state, "cfg": cfg, "memory": memory,
                              "chunk": chunk})
-            expect(isinstance(pair, (tuple, list)) and len(pair) == 2,
-                   "return a pair (memory, mean): what the next chunk needs, and the output "
-                   "over the steps so far.", inputs=inputs, received=pair,
-                   hint="`return memory, mean`.")
-            memory = pair[0]
-            got.append(pair[1])
+            memory, mean = _pair(pair, inputs, "memory, mean")
+            got.append(mean)
             sizes.append(_numbers_in(memory))
         grown = [k for k in range(2, len(sizes)) if sizes[k] > sizes[1]]
         expect(not grown, f"the memory grows with the stream: {sizes[1]} numbers after chunk 2, "

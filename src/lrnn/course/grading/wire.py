@@ -4,8 +4,8 @@ What may travel: ``None``, bools, ints, floats, complex numbers, strings; tuples
 dicts of these; NumPy arrays and scalars of boolean, integer, floating or complex dtype (sent
 as raw bytes with dtype and shape); JAX arrays (tagged, rebuilt as JAX arrays on the other
 side); JAX PRNG keys; and, from the grader to a kernel only, ``lrnn.model.ModelConfig`` (its
-fields, rebuilt and validated by the class in the kernel). Nothing is pickled: the grader parses what a kernel sends as data, so a
-kernel can send wrong answers but never code.
+fields, rebuilt and validated by the class in the kernel). Nothing is pickled: the grader
+parses what a kernel sends as data, so a kernel can send wrong answers but never code.
 
 Neither side trusts a frame's size, depth or dtype: :func:`decode` checks each against fixed
 limits and raises :class:`WireError` on anything else.
