@@ -361,3 +361,21 @@ def test_the_doctor_checks_scans_against_the_tests_reference():
     from lrnn.scan import reference
     assert doctor.reference is reference
     assert not hasattr(doctor, "np_scan")
+
+
+def test_a_grader_error_names_its_reason_from_the_feedback(tmp_path):
+    """A solution not run to the end (a kernel that could not start, say): the doctor's line
+    names the reason the student's feedback gives, not only the status."""
+    from lrnn.course.doctor.solutions import _why_not_run
+    from lrnn.course.grading.gradebook import feedback_name
+    from lrnn.course.grading.score import display_key
+    nb = tmp_path / "01_linear_recurrence.ipynb"
+    (tmp_path / "feedback").mkdir()
+    (tmp_path / "feedback" / feedback_name(display_key(nb))).write_text(
+        "**Automatic score: 0 / 14 points**\n\n- The notebook could not be run to the end:\n\n"
+        "  ```text\n  the kernel could not start (died: ModuleNotFoundError: No module named "
+        "'traitlets')\n  ```\n", encoding="utf-8")
+    why = _why_not_run(tmp_path / "feedback", nb)
+    assert why == ("not run to the end: the kernel could not start (died: ModuleNotFoundError: "
+                   "No module named 'traitlets')")
+    assert _why_not_run(tmp_path / "feedback", tmp_path / "other.ipynb") is None

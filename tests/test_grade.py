@@ -831,3 +831,23 @@ def test_a_depth_mismatch_from_outside_the_lock_is_retried(monkeypatch):
     with pytest.raises(SystemError, match="depth mismatch"):
         solutions._python_ast("x = 1")
     assert len(calls) == solutions._PARSE_TRIES
+
+
+@pytest.mark.parametrize("kind", ["auto", "none"])
+def test_kernels_import_what_the_grader_imports_from_its_pythonpath(tmp_path, monkeypatch, kind):
+    """Packages installed with ``pip install --target`` and named in ``PYTHONPATH`` (a GPU
+    machine without network, say) are importable in the kernel too; a ``PYTHONPATH`` folder
+    that holds a hidden one is not shown."""
+    site = tmp_path / "site"
+    (site / "extra_pkg").mkdir(parents=True)
+    (site / "extra_pkg" / "__init__.py").write_text("ANSWER = 42\n", encoding="utf-8")
+    course = tmp_path / "course"
+    (course / "solutions").mkdir(parents=True)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(site), str(course), os.environ.get("PYTHONPATH", "")]))
+    lay = sb.layout(hidden=[course / "solutions"])
+    assert site.resolve() in lay.binds and str(site.resolve()) in lay.pythonpath.split(os.pathsep)
+    assert course.resolve() not in lay.binds
+    state, _ = run_cells(["import extra_pkg\nassert extra_pkg.ANSWER == 42"], timeout=60,
+                         cell_timeout=30, kind=kind)
+    assert state["outcomes"][0]["status"] == "ok", state["outcomes"][0]

@@ -526,3 +526,25 @@ def test_lowering_survives_a_0_11_style_gpu_lookup(monkeypatch, design):
     with scan_pallas.cuda_lowering_target():     # the trace records the abstract mesh
         assert "__gpu$xla.gpu.triton" in lower().as_text()
     scan_pallas._probe_lowering()                  # off a GPU it lowers inside the target
+
+
+def test_the_run_probe_really_runs_the_kernel_when_asked_during_a_trace():
+    """``method="auto"`` asks for the kernel's status while a function is being traced. The
+    probe must then still compile and run the kernel (here in interpret mode), not evaluate its
+    body primitive by primitive (``Evaluation rule for 'program_id' not implemented``)."""
+    seen = []
+
+    def traced(z):
+        scan_pallas._probe_run(interpret=True)
+        seen.append("probed")
+        return z + 1
+    assert float(jax.jit(traced)(1.0)) == 2.0
+    with jax.ensure_compile_time_eval():
+        scan_pallas._probe_run(interpret=True)
+    assert seen == ["probed"]
+
+
+def test_the_run_probe_fails_on_a_wrong_kernel(monkeypatch):
+    monkeypatch.setattr(scan_pallas, "pallas_scan", lambda a, b, **kw: b * 0.5)
+    with pytest.raises(RuntimeError, match="disagrees with a NumPy loop"):
+        scan_pallas._probe_run(interpret=True)

@@ -27,6 +27,7 @@ tests every path.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import functools
@@ -391,8 +392,13 @@ def _probe_lowering():
         jax.jit(fwd_adj).trace(a, b).lower(lowering_platforms=("cuda",))
 
 
-def _probe_run():
-    """Compile and run the tiny scan on the GPU, against a plain loop. Raises on mismatch."""
+def _probe_run(interpret: bool = False):
+    """Compile and run the tiny scan on the GPU, against a plain loop. Raises on mismatch.
+
+    It runs in a thread of its own: JAX keeps its tracing state per thread, so the probe
+    compiles and runs for real even when ``method="auto"`` asks while a function is being
+    traced (``jax.ensure_compile_time_eval`` would instead evaluate the kernel's body
+    primitive by primitive, which Pallas cannot do). ``interpret``: for tests off a GPU."""
     import numpy as np
     rng = np.random.default_rng(0)
     b = rng.standard_normal((2, 40, 16)).astype(np.float32)
@@ -400,12 +406,17 @@ def _probe_run():
     ref = np.zeros_like(b)
     for t in range(b.shape[1]):
         ref[:, t] = (a * ref[:, t - 1] if t else 0) + b[:, t]
-    with jax.ensure_compile_time_eval():        # run now, even when called inside a trace
+
+    def compile_and_run():
         for chunk in (None, 16):
-            x = jax.jit(lambda a, b: pallas_scan(a, b, chunk=chunk, interpret=False))(a, b)
-            if not np.allclose(np.asarray(x), ref, atol=1e-4, rtol=1e-4):
+            scan = jax.jit(lambda a, b: pallas_scan(a, b, chunk=chunk, interpret=interpret))
+            x = np.asarray(scan(a, b))
+            if not np.allclose(x, ref, atol=1e-4, rtol=1e-4):
                 raise RuntimeError("the compiled kernel disagrees with a NumPy loop on a tiny "
                                    "problem")
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lrnn-probe") as pool:
+        pool.submit(compile_and_run).result()
 
 
 @functools.cache

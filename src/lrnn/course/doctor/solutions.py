@@ -58,9 +58,30 @@ def grade_solutions(repo: Path, notebooks: list[Path], workdir: Path, *, timeout
         detail = f"{total:g} / {best:g} points, status {row.get('status', '?')!r}"
         if missed:
             detail += f"; no points for {', '.join(missed)}"
+        why = None if row.get("status") == "graded" else _why_not_run(workdir / "feedback", nb)
+        if why:
+            detail += f"; {why}"
         results.append(Result("grading", name, PASS if ok else FAIL, detail, seconds / len(notebooks),
                               {"total": total, "max_total": best, "status": row.get("status")}))
     return results
+
+
+def _why_not_run(feedback_dir: Path, nb: Path) -> str | None:
+    """The reason the student's feedback gives for a notebook not run to the end (a kernel that
+    could not start, say), so that the doctor's report names it."""
+    from ..grading.gradebook import feedback_name
+    from ..grading.score import display_key
+    try:
+        text = (feedback_dir / feedback_name(display_key(nb))).read_text(encoding="utf-8")
+    except OSError:
+        return None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if "could not be run to the end" in line:
+            reason = next((x.strip() for x in lines[i + 1:] if x.strip() and
+                           not x.strip().startswith("```")), "")
+            return f"not run to the end: {reason[:300]}" if reason else None
+    return None
 
 
 def _is_zero(v):

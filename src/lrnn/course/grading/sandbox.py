@@ -116,6 +116,23 @@ def python_paths() -> list[Path]:
     return sorted({Path(p).resolve() for p in paths if p and os.path.isdir(p)})
 
 
+def grader_pythonpath(hidden=()) -> list[Path]:
+    """The folders of the grader's own ``PYTHONPATH`` (packages installed with ``pip install
+    --target``, a source checkout's ``src/``), so that the kernel imports what the grader
+    imports; except a folder that holds a hidden one or lies inside one (``PYTHONPATH=.`` at
+    the course's root would show ``solutions/``)."""
+    hidden = [Path(h).resolve() for h in hidden]
+    out = []
+    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if not entry or not os.path.isdir(entry):
+            continue
+        path = Path(entry).resolve()
+        if path in out or any(_inside(h, path) or _inside(path, h) for h in hidden):
+            continue
+        out.append(path)
+    return out
+
+
 def _minimal(paths) -> list[Path]:
     """Drop paths inside other paths of the list."""
     out = []
@@ -158,12 +175,15 @@ def layout(hidden=(), extra=()) -> Layout:
     gradebook, feedback); a bind that would show one is an error."""
     package = lrnn_package_dir()
     env_paths = python_paths()
+    imports = grader_pythonpath(hidden)
     binds = _minimal([Path(p) for p in _SYSTEM_DIRS if os.path.isdir(p) and
-                      not os.path.islink(p)] + env_paths + [Path(e).resolve() for e in extra])
-    pythonpath = None
+                      not os.path.islink(p)] + env_paths + imports +
+                     [Path(e).resolve() for e in extra])
+    entries = [str(p) for p in imports]
     if not any(_inside(package, b) for b in binds):
         binds.append(package)
-        pythonpath = str(package.parent)
+        entries.insert(0, str(package.parent))
+    pythonpath = os.pathsep.join(entries) or None
     for ld in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep):
         if ld and os.path.isdir(ld) and not any(_inside(Path(ld).resolve(), b) for b in binds):
             binds.append(Path(ld).resolve())
