@@ -379,3 +379,14 @@ def test_a_grader_error_names_its_reason_from_the_feedback(tmp_path):
     assert why == ("not run to the end: the kernel could not start (died: ModuleNotFoundError: "
                    "No module named 'traitlets')")
     assert _why_not_run(tmp_path / "feedback", tmp_path / "other.ipynb") is None
+
+
+def test_the_commit_named_in_lrnn_commit_wins_over_a_stale_git_copy(tmp_path, monkeypatch):
+    """A copy of the tree may carry an old ``.git``: ``$LRNN_COMMIT`` (what ``lrnn bench gpu``
+    records too) names the commit the reports belong to."""
+    from lrnn.course.doctor.environment import git_commit
+    monkeypatch.delenv("LRNN_COMMIT", raising=False)
+    assert git_commit(None)["commit"] is None
+    monkeypatch.setenv("LRNN_COMMIT", "05f93d9")
+    assert git_commit(tmp_path) == {"commit": "05f93d9", "short": "05f93d9", "dirty": False,
+                                    "source": "LRNN_COMMIT"}

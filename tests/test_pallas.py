@@ -209,8 +209,16 @@ def measured(monkeypatch):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cc,kind", [("9.0", "NVIDIA H100 80GB HBM3"), ("8.0", "NVIDIA A100"),
                                      ("7.5", "Tesla T4"), (None, "some GPU")])
-def test_auto_never_picks_the_kernel_without_a_stored_run_of_it(fake_gpu, dtype, cc, kind):
+@pytest.mark.parametrize("stored", [True, False])
+def test_auto_never_picks_the_kernel_without_a_stored_run_showing_it_win(fake_gpu, monkeypatch,
+                                                                         dtype, cc, kind, stored):
+    """Today's table (a stored run on cc 9.0 in which the kernel lost forward+backward), and a
+    table with no stored run at all: ``auto`` runs ``associative`` and says why."""
     fake_gpu(cc, kind)
+    if not stored:
+        monkeypatch.setitem(pallas_tuning.TABLE, "9.0", dataclasses.replace(
+            pallas_tuning.TABLE["9.0"], measurement=None, measured_kernel=None,
+            auto_real_min_lanes=None, evidence="not measured"))
     for shape, varying in [(WIDE, True), (WIDE, False), (NARROW, False)]:
         method = lrnn.scan.choose_method(shape, backend="gpu", dtype=dtype,
                                          time_invariant=not varying)
@@ -222,6 +230,8 @@ def test_auto_never_picks_the_kernel_without_a_stored_run_of_it(fake_gpu, dtype,
             assert f"not {dtype}" in text                   # the dtype is the reason
         elif cc in ("7.5", None):
             assert ("7.5" in text) if cc else ("compute capability" in text)
+        elif cc == "9.0" and stored:                        # the stored run is the reason
+            assert "bench_gpu_h200_2026-11-27.json) did not show the kernel winning" in text
         elif cc == "9.0":                                   # no stored run: that is the reason
             assert "no GPU run of the kernel as built is stored" in text
 

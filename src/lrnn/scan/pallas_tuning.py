@@ -64,22 +64,29 @@ GENERIC = Generation(
 )
 
 TABLE: dict[str, Generation] = {
-    # NVIDIA H100 80GB HBM3, JAX 0.11.2 (book/data/bench_scan_h100_probe.json): the probe's
-    # single-pass kernels with the same unrolled loop, a prototype of this kernel. U = 16 rows
-    # in flight was the best or within 5% of it at every shape, for 32 and 64 channels per
-    # program alike; one pass reached 72% of copy with 16384 lanes (64, 4096, 256), 46% with
-    # 8192 (float32 time-varying (8, 4096, 1024)) and 32-35% with 4096 (16, 16384, 256), hence
-    # chunking below 8192 lanes. See TUNING.md. The tiles come from the probe; ``auto`` waits
-    # for a run of this kernel (``measurement``).
+    # The tiles come from the H100 probe of 2026-11-23 (book/data/bench_scan_h100_probe.json):
+    # single-pass prototypes with the same unrolled loop, where U = 16 rows in flight was the
+    # best or within 5% of it at every shape; one pass reached 72% of copy with 16384 lanes,
+    # 46% with 8192 and 32-35% with 4096, hence chunking below 8192 lanes. The kernel as built
+    # was then run on an NVIDIA H200 (same compute capability; JAX 0.11.2, 2026-11-27,
+    # book/data/bench_gpu_h200_2026-11-27.json): it matched the float64 reference at every
+    # shape, and it won forward at every shape but lost forward+backward at three of four, so
+    # ``auto`` does not pick it (it cannot know at trace time whether a VJP follows). See
+    # TUNING.md.
     "9.0": Generation(
-        name="Hopper (cc 9.0), from the H100 probe",
+        name="Hopper (cc 9.0): tiles from the H100 probe, kernel measured on an H200",
         target_lanes=8192,
         min_chunk=256,
         tiles={key: Tiles(block_n=32, unroll=16, warps=1, stages=1, prefetch=False)
                for key in KEYS},
-        evidence=("only a prototype was timed on an H100 (the probe of 2026-11-23, "
-                  "book/data/bench_scan_h100_probe.json); the kernel as built has no stored "
-                  "GPU run"),
+        auto_real_min_lanes=None,
+        evidence=("on an H200 (JAX 0.11.2) the kernel as built ran forward at 1.03-2.15x "
+                  "the speed of 'associative' but forward+backward at 0.32-1.47x: slower at "
+                  "(16, 16384, 256) and (1, 65536, 64) complex64 and at (8, 4096, 1024) "
+                  "float32 a(t), faster only at (64, 4096, 256); a training step pays the "
+                  "backward pass"),
+        measurement="bench_gpu_h200_2026-11-27.json",
+        measured_kernel="82f02d0b290087d7",
     ),
 }
 

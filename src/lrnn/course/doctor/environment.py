@@ -25,7 +25,11 @@ def find_repo(start=None) -> Path | None:
 
 
 def git_commit(repo: Path | None) -> dict:
-    """``{"commit", "short", "dirty"}`` from git, or ``{"commit": None, "why": ...}``."""
+    """``{"commit", "short", "dirty"}`` from ``$LRNN_COMMIT`` where set (a copy of the tree whose
+    ``.git``, if any, may be stale), else from git, or ``{"commit": None, "why": ...}``."""
+    named = os.environ.get("LRNN_COMMIT", "").strip()
+    if named:
+        return {"commit": named, "short": named[:7], "dirty": False, "source": "LRNN_COMMIT"}
     if repo is None:
         return {"commit": None, "why": "no course repository here"}
     try:
