@@ -1,0 +1,315 @@
+"""Numbers the prose quotes agree with what they quote: a notebook's stored output, the stored
+runs in book/data/results, or a paper's formula. Each rule locates one cell by a phrase,
+captures one quoted number with a regular expression and recomputes it; a quote matches when it
+equals the true value to the digits it shows. Nothing is executed."""
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections import namedtuple
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+Rule = namedtuple("Rule", "notebook phrase pattern value")
+
+
+@functools.cache
+def cells(notebook):
+    return nbformat.read(ROOT / notebook, as_version=4).cells
+
+
+def cell_with(notebook, phrase, cell_type=None):
+    found = [c for c in cells(notebook)
+             if phrase in c.source and cell_type in (None, c.cell_type)]
+    assert len(found) == 1, f"{len(found)} cells of {notebook} contain {phrase!r}, not one"
+    return found[0]
+
+
+def stored_output(notebook, phrase):
+    """The text a code cell printed or displayed, as stored in the notebook."""
+    parts = []
+    for out in cell_with(notebook, phrase, "code").outputs:
+        if out.output_type == "stream":
+            parts.append(out.text)
+        else:
+            parts.extend(str(v) for k, v in out.get("data", {}).items() if k.startswith("text/"))
+    return "\n".join(parts)
+
+
+def printed(notebook, phrase, pattern):
+    match = re.search(pattern, stored_output(notebook, phrase))
+    assert match, f"the stored output of the cell with {phrase!r} has no {pattern!r}"
+    return match.group(1)
+
+
+def printed_list(notebook, phrase, label):
+    items = printed(notebook, phrase, re.escape(label) + r"\s*\[([^\]]*)\]")
+    return [float(v) for v in items.replace(",", " ").split()]
+
+
+def quoted_value(text):
+    """``(value, tolerance)`` of a number as the prose writes it: ``0.59``, ``1 000``,
+    ``20\\,000``, ``10^{-3}``, ``2\\cdot10^{-7}``."""
+    text = text.replace("\\,", "").replace(" ", "")
+    sci = re.fullmatch(r"(?:([\d.]+)\\cdot)?10\^\{(-?\d+)\}", text)
+    mantissa, exponent = (sci.group(1) or "1", int(sci.group(2))) if sci else (text, 0)
+    decimals = len(mantissa.partition(".")[2])
+    tolerance = 0.5 * 10.0 ** (exponent - decimals) if sci is None or sci.group(1) else 0.0
+    value = float(mantissa) * 10.0 ** exponent
+    return value, max(tolerance * (1 + 1e-9), 1e-12 * abs(value))
+
+
+# --- Chapter 5: oRNN Table 2, one forward step: (4n - m + 2)m flops, a dense W h 2n^2 - n ---
+
+HH = "book/05_householder.ipynb"
+
+
+def hh_n():
+    source = cell_with(HH, "def jacobian_rank").source
+    return int(re.search(r"^n_x = (\d+)$", source, re.M).group(1))
+
+
+def ornn_flops(m, n):
+    return (4 * n - m + 2) * m
+
+
+def dense_flops(n):
+    return 2 * n * n - n
+
+
+def hh_break_even():
+    n = hh_n()
+    return min(m for m in range(1, n + 1) if ornn_flops(m, n) >= dense_flops(n))
+
+
+def hh_rank(m):
+    ranks = printed_list(HH, "def jacobian_rank", "Jacobian rank:")
+    return ranks[m - 1]
+
+
+# --- Chapter 7: the stored runs --------------------------------------------------------------
+
+EXP = "book/07_experiments.ipynb"
+
+
+@functools.cache
+def stored_records():
+    from lrnn.training import experiments
+    return experiments.load_results(ROOT / "book" / "data" / "results")
+
+
+@functools.cache
+def stored_rows():
+    from lrnn.training import experiments
+    return experiments.summarize(stored_records())
+
+
+def adding(model):
+    found = [r for r in stored_rows()
+             if (r["suite"], r["task"], r["model"]) == ("cpu-small", "adding", model)]
+    assert len(found) == 1, f"{len(found)} stored cpu-small adding groups of {model}"
+    return found[0]
+
+
+def worse_on_every_seed(model, than):
+    """The median of ``model``, after checking that its best seed is worse than every seed of
+    the models ``than``."""
+    assert all(adding(model)["min"] > adding(m)["max"] for m in than), \
+        f"a seed of {model} is as good as a seed of one of {than}"
+    return adding(model)["median"]
+
+
+def better_on_every_seed(model, than):
+    assert all(adding(model)["max"] < adding(m)["min"] for m in than), \
+        f"a seed of {model} is as bad as a seed of one of {than}"
+    return adding(model)["median"]
+
+
+def overlapping(models):
+    """The medians of ``models``, after checking that the seeds of every two of them overlap."""
+    for a in models:
+        for b in models:
+            assert adding(a)["min"] <= adding(b)["max"], f"the seeds of {a} and {b} do not overlap"
+    return [adding(m)["median"] for m in models]
+
+
+GATED_OR_ROTATED = ["rotrnn", "gru", "rotgru", "rotlstm"]
+
+
+def rotrnn_best_seed_beside_the_lru():
+    overlapping(["rotrnn", "lru"])
+    return adding("rotrnn")["min"]
+
+
+def config_value(record, field):
+    if field == "seq_len":
+        return record["config"]["seq_len"] or 784                    # sMNIST: 28 x 28 pixels
+    return record["model_config"].get(field, record["config"][field])
+
+
+def suite_values(field, suite, task=None):
+    return {config_value(r, field) for r in stored_records()
+            if r["suite"] == suite and task in (None, r["task"])}
+
+
+def only(values):
+    assert len(values) == 1, f"not one value but {sorted(values)}"
+    return next(iter(values))
+
+
+def gpu_over_cpu(field, task=None):
+    """GPU/CPU ratios of a setting, one per task that both suites ran."""
+    tasks = [task] if task else sorted({r["task"] for r in stored_records()
+                                        if r["suite"] == "cpu-small"}
+                                       & {r["task"] for r in stored_records()
+                                          if r["suite"] == "gpu-targets"})
+    return {only(suite_values(field, "gpu-targets", t)) / only(suite_values(field, "cpu-small", t))
+            for t in tasks}
+
+
+# --- Chapter 8: the residual stream at initialisation ----------------------------------------
+
+CAP = "book/08_capstone.ipynb"
+
+
+def stream():
+    return printed_list(CAP, "stream RMS:", "stream RMS:")
+
+
+def stream_power_fit():
+    """``(c, a)`` of the least-squares fit log RMS = log c + a log l over l = 1, ..., depth."""
+    s = np.array(stream())
+    a, log_c = np.polyfit(np.log(np.arange(1, len(s))), np.log(s[1:]), 1)
+    return math.exp(log_c), a
+
+
+# --- Chapter 2 exercises: the KS test of the ring's radii ------------------------------------
+
+LRU = "solutions/02_lru.ipynb"
+
+
+def ks_n():
+    return int(printed(LRU, "ks = stats.kstest", r"(\d+) samples"))
+
+
+def ks_p():
+    return float(printed(LRU, "ks = stats.kstest", r"p-value ([\d.]+)"))
+
+
+def ks_threshold():
+    return float(re.search(r"assert ks\.pvalue > ([\de.+-]+)",
+                           cell_with(LRU, "ks = stats.kstest").source).group(1))
+
+
+def rejected_at(percent):
+    assert ks_p() < percent / 100, f"p = {ks_p()} is not rejected at {percent}%"
+    return percent
+
+
+def ks_p_of_gap(gap):
+    from scipy import stats
+    return float(stats.kstwo.sf(gap, ks_n()))
+
+
+RULES = [
+    # Chapter 5: the cost of m reflections against a dense product
+    Rule(HH, "stops being cheaper", r"\$2n\^2 - n = (\d+)\$", lambda: dense_flops(hh_n())),
+    Rule(HH, "stops being cheaper", r"\$m = 3\$ costs (\d+)", lambda: ornn_flops(3, hh_n())),
+    Rule(HH, "stops being cheaper", r"\$m = 4\$ costs (\d+)", lambda: ornn_flops(4, hh_n())),
+    Rule(HH, "stops being cheaper", r"\$m = 5\$ costs (\d+)", lambda: ornn_flops(5, hh_n())),
+    Rule(HH, "stops being cheaper", r"stops being cheaper at \$m = (\d+)", hh_break_even),
+    Rule(HH, "stops being cheaper", r"\\approx (0\.\d+)n\$", lambda: 2 - math.sqrt(2)),
+    Rule(HH, "stops being cheaper", r"of dimension \$7 \+ 6 \+ 5 = (\d+)\$", lambda: hh_rank(3)),
+    Rule(HH, "stops being cheaper", r"\\dim O\(8\) = (\d+)\$", lambda: hh_rank(8)),
+    # Chapter 7: what the GPU runs change against the CPU runs
+    Rule(EXP, "the GPU runs are", r"(\d+)× wider", lambda: only(gpu_over_cpu("d_model"))),
+    Rule(EXP, "the GPU runs are", r"\$H = (\d+)\$ against",
+         lambda: only(suite_values("d_model", "gpu-targets"))),
+    Rule(EXP, "the GPU runs are", r"\$H = \d+\$ against (\d+)",
+         lambda: only(suite_values("d_model", "cpu-small"))),
+    Rule(EXP, "the GPU runs are", r"(\d+)–\d+× deeper", lambda: min(gpu_over_cpu("depth"))),
+    Rule(EXP, "the GPU runs are", r"\d+–(\d+)× deeper", lambda: max(gpu_over_cpu("depth"))),
+    Rule(EXP, "the GPU runs are", r"depth (\d+) against",
+         lambda: only(suite_values("depth", "gpu-targets"))),
+    Rule(EXP, "the GPU runs are", r"depth \d+ against (\d+)–",
+         lambda: min(suite_values("depth", "cpu-small"))),
+    Rule(EXP, "the GPU runs are", r"depth \d+ against \d+–(\d+)",
+         lambda: max(suite_values("depth", "cpu-small"))),
+    Rule(EXP, "the GPU runs are", r"(\d+)–\d+× more steps", lambda: min(gpu_over_cpu("steps"))),
+    Rule(EXP, "the GPU runs are", r"\d+–(\d+)× more steps", lambda: max(gpu_over_cpu("steps"))),
+    Rule(EXP, "the GPU runs are", r"(\d+)× longer on adding",
+         lambda: only(gpu_over_cpu("seq_len", "adding"))),
+    Rule(EXP, "the GPU runs are", r"(\d+)× on copying",
+         lambda: only(gpu_over_cpu("seq_len", "copying"))),
+    Rule(EXP, "the GPU runs are", r"(\d+)× on ListOps",
+         lambda: only(gpu_over_cpu("seq_len", "listops"))),
+    Rule(EXP, "the GPU runs are", r"the same (\d+) pixels on sMNIST",
+         lambda: only(suite_values("seq_len", "gpu-targets", "smnist")
+                      | suite_values("seq_len", "cpu-small", "smnist"))),
+    # Chapter 7: which differences on the adding problem three seeds settle
+    Rule(EXP, "three seeds settle", r"LSTM \(median (0\.\d+)",
+         lambda: worse_on_every_seed("lstm", ["ornn", "lru"] + GATED_OR_ROTATED)),
+    Rule(EXP, "three seeds settle", r"mean predictor's (0\.\d+)",
+         lambda: adding("lstm")["baseline"]),
+    Rule(EXP, "three seeds settle", r"the oRNN \((0\.\d+)\)",
+         lambda: worse_on_every_seed("ornn", ["lru"] + GATED_OR_ROTATED)),
+    Rule(EXP, "three seeds settle", r"the LRU \((0\.\d+)\)",
+         lambda: better_on_every_seed("lru", ["gru", "rotgru", "rotlstm"])),
+    Rule(EXP, "three seeds settle", r"RotRNN's seeds \((0\.\d+)–",
+         rotrnn_best_seed_beside_the_lru),
+    Rule(EXP, "three seeds settle", r"RotRNN's seeds \(0\.\d+–(0\.\d+)\)",
+         lambda: adding("rotrnn")["max"]),
+    Rule(EXP, "three seeds settle", r"the LRU's \((0\.\d+)–", lambda: adding("lru")["min"]),
+    Rule(EXP, "three seeds settle", r"the LRU's \(0\.\d+–(0\.\d+)\)",
+         lambda: adding("lru")["max"]),
+    Rule(EXP, "three seeds settle", r"medians lie within (0\.\d+)–",
+         lambda: min(overlapping(GATED_OR_ROTATED))),
+    Rule(EXP, "three seeds settle", r"medians lie within 0\.\d+–(0\.\d+)",
+         lambda: max(overlapping(GATED_OR_ROTATED))),
+    # Chapter 8: the RMS of the residual stream, Figure 8.1
+    Rule(CAP, "not along the dotted line", r"\((0\.\d+) to 0\.\d+, more than", lambda: stream()[0]),
+    Rule(CAP, "not along the dotted line", r"\(0\.\d+ to (0\.\d+), more than", lambda: stream()[1]),
+    Rule(CAP, "not along the dotted line", r"reaching (\d\.\d+) at", lambda: stream()[-1]),
+    Rule(CAP, "not along the dotted line", r"dotted line's (\d\.\d+)",
+         lambda: stream()[0] * math.sqrt(len(stream()))),
+    Rule(CAP, "not along the dotted line", r"RMS \$\\approx (\d\.\d+)\\,\\ell",
+         lambda: stream_power_fit()[0]),
+    Rule(CAP, "not along the dotted line", r"\\ell\^\{(\d\.\d+)\}", lambda: stream_power_fit()[1]),
+    Rule("solutions/08_capstone.ipynb", "less regular growth", r"from (0\.\d+) to 0\.\d+",
+         lambda: stream()[0]),
+    Rule("solutions/08_capstone.ipynb", "less regular growth", r"from 0\.\d+ to (0\.\d+)",
+         lambda: stream()[1]),
+    Rule("solutions/08_capstone.ipynb", "less regular growth", r"only to (\d\.\d+)",
+         lambda: stream()[-1]),
+    # Chapter 2: what the KS test's p-value says
+    Rule(LRU, "The p-value is the probability", r"key gives\s+\$p = (0\.\d+)\$", ks_p),
+    Rule(LRU, "The p-value is the probability", r"at the (\d+)% level would reject",
+         lambda: rejected_at(5)),
+    Rule(LRU, "The p-value is the probability", r"asks only \$p > (10\^\{-\d+\})\$", ks_threshold),
+    Rule(LRU, "The p-value is the probability", r"at \$n = ([\d\\,]+)\$", ks_n),
+    Rule(LRU, "The p-value is the probability", r"\$p \\approx ([\d.]+\\cdot10\^\{-\d+\})\$",
+         lambda: ks_p_of_gap(0.02)),
+]
+
+
+def rule_id(rule):
+    return f"{Path(rule.notebook).stem}: {rule.pattern}"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=rule_id)
+def test_the_prose_quotes_the_number_it_stands_for(rule):
+    source = cell_with(rule.notebook, rule.phrase).source
+    quotes = re.findall(rule.pattern, source)
+    assert len(quotes) == 1, (f"{rule.notebook}, the cell with {rule.phrase!r}: "
+                              f"{len(quotes)} matches of {rule.pattern!r}, not one")
+    quoted, tolerance = quoted_value(quotes[0])
+    true = rule.value()
+    assert abs(quoted - true) <= tolerance, (
+        f"{rule.notebook}, the cell with {rule.phrase!r}: quotes {quotes[0]} where recomputing "
+        f"it gives {true:.6g}")
