@@ -120,7 +120,8 @@ def pytest_runtest_makereport(item, call):
         return
     cost = [sum(phase[k] for phase in spent.values()) for k in (0, 1)]
     slow = item.get_closest_marker("slow") is not None
-    _COSTS.append((item.nodeid, *cost, slow))
+    # Carried by the report, so that the summary sees the tests that pytest-xdist ran elsewhere.
+    report.user_properties.append(("lrnn_cost", (item.nodeid, *cost, slow)))
     if os.environ.get("LRNN_TEST_COSTS"):
         with open(os.environ["LRNN_TEST_COSTS"], "a", encoding="utf-8") as f:
             f.write(f"{item.nodeid}\t{cost[0]:.2f}\t{cost[1]:.2f}\t{int(slow)}\n")
@@ -128,7 +129,7 @@ def pytest_runtest_makereport(item, call):
         return
     why = over_limit(*cost, scale=float(os.environ.get("LRNN_UNMARKED_LIMIT_SCALE", "1")))
     if why and not quick_tier(item.config):
-        _OVER.append(f"{item.nodeid}: {why}")
+        report.user_properties.append(("lrnn_over", f"{item.nodeid}: {why}"))
     elif why:
         report.outcome = "failed"
         report.longrepr = (f"{item.nodeid}: {why} allowed to a test that is not marked slow "
@@ -138,6 +139,26 @@ def pytest_runtest_makereport(item, call):
 
 _COSTS: list[tuple[str, float, float, bool]] = []
 _OVER: list[str] = []
+
+
+def pytest_runtest_logreport(report):
+    """Where the summary's numbers are gathered: in the process that prints it (with
+    pytest-xdist, the reports of every worker arrive here)."""
+    for key, value in getattr(report, "user_properties", ()):
+        if key == "lrnn_cost":
+            _COSTS.append(tuple(value))
+        elif key == "lrnn_over":
+            _OVER.append(value)
+
+
+#: The most test processes ``-n auto`` starts: each may hold a notebook kernel and a grader's
+#: sandboxes (about 2 GB), and two cores are what CI has.
+MAX_WORKERS = 4
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
 
 
 def quick_tier(config) -> bool:
