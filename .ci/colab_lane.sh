@@ -83,30 +83,33 @@ fi
 echo "colab lane: $(wc -l <"$tmp/freeze-before.txt") preinstalled packages unchanged"
 step "2/5 setup cell as a student runs it"
 
-"$vpy" - "$tmp" book/*.ipynb <<'EOF' || fail "a notebook failed in Colab's package set"
+# Two notebooks at a time (CI has two cores), each in its own process and kernel.
+cat >"$tmp/run_one.py" <<'EOF'
 import re, sys, time, nbformat
 from pathlib import Path
 from nbclient import NotebookClient
-tmp, paths, bad = Path(sys.argv[1]), sys.argv[2:], []
-for p in map(Path, paths):
-    nb = nbformat.read(p, as_version=4)
-    t = time.perf_counter()
-    try:
-        NotebookClient(nb, timeout=300, kernel_name="python3",
-                       resources={"metadata": {"path": str(p.parent.resolve())}}).execute()
-        status = "ok  "
-    except Exception as e:
-        status, _ = "FAIL", bad.append(f"{p}: {type(e).__name__}: {str(e)[-600:]}")
-    nbformat.write(nb, tmp / f"{p.parent.name}-{p.name}")
-    warned = sorted({m.group(0)[:90] for c in nb.cells for o in c.get("outputs", [])
-                     if o.get("name") == "stderr"
-                     for m in re.finditer(r"\w*Warning\b.*", o.get("text", ""))})
-    note = f" (warnings shown to a student: {'; '.join(warned)[:200]})" if warned else ""
-    print(f"  {status} {p} {time.perf_counter() - t:.1f} s{note}", flush=True)
-for b in bad:
-    print(b, file=sys.stderr)
-sys.exit(1 if bad else 0)
+tmp, p = Path(sys.argv[1]), Path(sys.argv[2])
+nb = nbformat.read(p, as_version=4)
+t = time.perf_counter()
+failure = None
+try:
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(p.parent.resolve())}}).execute()
+except Exception as e:
+    failure = f"{p}: {type(e).__name__}: {str(e)[-600:]}"
+nbformat.write(nb, tmp / f"{p.parent.name}-{p.name}")
+warned = sorted({m.group(0)[:90] for c in nb.cells for o in c.get("outputs", [])
+                 if o.get("name") == "stderr"
+                 for m in re.finditer(r"\w*Warning\b.*", o.get("text", ""))})
+note = f" (warnings shown to a student: {'; '.join(warned)[:200]})" if warned else ""
+print(f"  {'FAIL' if failure else 'ok  '} {p} {time.perf_counter() - t:.1f} s{note}", flush=True)
+if failure:
+    print(failure, file=sys.stderr)
+sys.exit(1 if failure else 0)
 EOF
+# The largest files first (chapter 7 is the longest to run), so that both processes end together.
+ls -S book/*.ipynb | xargs -P 2 -n 1 "$vpy" "$tmp/run_one.py" "$tmp" \
+  || fail "a notebook failed in Colab's package set"
 step "3/5 every chapter executed"
 
 "$vpy" -m lrnn grade solutions/ --out "$tmp/gradebook.csv" --sandbox bwrap \
