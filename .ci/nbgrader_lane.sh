@@ -7,7 +7,7 @@
 # nbgrader marks its test cell failed. Chapter 1 only, to stay within a few minutes:
 #   1. every built exercise notebook passes nbgrader's metadata validation;
 #   2. `lrnn grade nbgrader` exports chapter 1, `nbgrader generate_assignment` releases it;
-#   3. `nbgrader autograde` scores the solution 14, the released blank 0, a partial answer 12;
+#   3. `nbgrader autograde` scores the solution 15, the released blank 0, a partial answer 13;
 #   4. `nbgrader validate` reads the exercise without a metadata error (its tests fail: it
 #      is blank). The solution's own run is step 3's "honest" autograde.
 set -euo pipefail
@@ -81,7 +81,7 @@ EOF
 import csv
 import sys
 rows = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader(open(sys.argv[1]))}
-want = {"honest": 14.0, "blank": 0.0, "partial": 12.0}
+want = {"honest": 15.0, "blank": 0.0, "partial": 13.0}
 print("nbgrader lane: autograde scores", rows)
 if rows != want:
     sys.exit(f"nbgrader lane: expected {want}")

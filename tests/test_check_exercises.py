@@ -483,3 +483,103 @@ def test_hints_chapter_8_online():
         return seen, per_step8(params, np.concatenate(seen, -2)).mean(-2)
     assert "memory grows" in _hint("8.8", hoard)
 
+
+
+# Predictions (kind="value"): each checker's value against a computation that does not use its
+# formula, in float64 NumPy.
+
+def _first_step_below(a, level):
+    x, t = 1.0, 0
+    while abs(x) >= level:
+        x, t = a * x, t + 1
+    return t
+
+
+def _ring_share_remembering(r_min, r_max, steps, n=2_000_001):
+    r = np.linspace(r_min, r_max, n)                 # the ring's area density is ∝ r
+    weight = r / np.trapezoid(r, r)
+    return np.trapezoid(weight * (-1 / np.log(np.maximum(r, 1e-300)) > steps), r)
+
+
+def _first_backwards(gamma, theta):
+    x = np.array([1.0, 0.0])
+    rot = np.array([[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]])
+    for t in range(1, 1000):
+        x = gamma * rot @ x
+        if x[0] < 0:
+            return t
+
+
+def _drift_by_series(rho, gamma, theta, terms=400):
+    lam = gamma * np.exp(1j * theta)
+    j = np.arange(terms)
+    powers = lam ** j
+    corr = rho ** np.abs(j[:, None] - j[None, :])
+    return float(np.real((1 - gamma ** 2) * powers @ corr @ np.conj(powers)))
+
+
+def _fixed_directions(n, m, seed=0):
+    rng = np.random.default_rng(seed)
+    W = np.eye(n)
+    for _ in range(m):
+        u = rng.standard_normal(n)
+        W = W @ (np.eye(n) - 2 * np.outer(u, u) / (u @ u))
+    return int(np.sum(np.abs(np.linalg.eigvals(W) - 1) < 1e-8))
+
+
+def _all_three_by_luck():
+    import itertools
+    ranks = list(itertools.permutations(range(6)))
+    return sum(max(p[:3]) < min(p[3:]) for p in ranks) / len(ranks)
+
+
+def _carry_bytes(depth, d_state, d_model, batch):
+    from lrnn import model
+    cfg = model.ModelConfig(layer="lru", d_input=1, depth=depth, d_model=d_model,
+                            d_state=d_state, pool="last")
+    params, _ = model.init(jax.random.PRNGKey(0), cfg)
+    carry = model.init_carry(params, cfg, (batch,))
+    return sum(leaf.nbytes for leaf in jax.tree_util.tree_leaves(carry))
+
+
+PREDICTIONS = {
+    "1.7": lambda: _first_step_below(0.95, 0.01),
+    "2.8": lambda: _ring_share_remembering(0.5, 0.999, 100),
+    "3.6": lambda: _first_backwards(0.95, 0.3),
+    "4.6": lambda: _drift_by_series(0.8, 0.9, np.pi / 2),
+    "5.6": lambda: _fixed_directions(8, 3),
+    "6.6": lambda: 2.21e12 * 0.53e-6 / (4 * 256 * 16),
+    "7.6": _all_three_by_luck,
+    "8.9": lambda: _carry_bytes(4, 128, 256, 16),
+}
+
+
+@pytest.mark.parametrize("ex", sorted(PREDICTIONS))
+def test_prediction_checkers_accept_the_value_computed_another_way(ex):
+    value = PREDICTIONS[ex]()
+    assert lc.get(ex).kind == "value"
+    assert lc.result_of(ex, value).passed, (value, lc.result_of(ex, value).message)
+    assert lc.result_of(ex, ...).status == "not implemented"
+    # A miss does not print the run's value: two misses say the same but for the number given.
+    misses = [value * 3 + 1, value * 5 + 2]
+    said = [lc.result_of(ex, m) for m in misses]
+    assert [r.status for r in said] == ["fail", "fail"]
+    assert said[0].message.replace(f"{misses[0]:g}", "N") == \
+        said[1].message.replace(f"{misses[1]:g}", "N")
+
+
+def test_prediction_answers_are_one_number():
+    for bad, says in [("90", "expected one number"), ([90, 91], "expected one number"),
+                      (None, "expected a number"), (True, "expected a number"),
+                      (float("nan"), "finite"), (90 + 1j, "complex")]:
+        assert says in lc.result_of("1.7", bad).message, bad
+    assert lc.result_of("1.7", np.int64(90)).passed and lc.result_of("1.7", np.array(90.0)).passed
+
+
+def test_prediction_hints_name_the_mistake():
+    assert "one later" in lc.result_of("1.7", 89).message
+    assert "|λ|², not |λ|" in lc.result_of("2.8", (0.999 - np.exp(-0.01)) / 0.499).message
+    assert "does not rotate" in lc.result_of("4.6", (1 + 0.72) / (1 - 0.72)).message
+    assert "one reflection" in lc.result_of("5.6", 7).message
+    assert "not independent" in lc.result_of("7.6", 0.5 ** 9).message
+    assert "8 bytes" in lc.result_of("8.9", 32768).message

@@ -213,7 +213,8 @@ def test_exercise_notebook_reveals_no_solution(path):
     for cell in exe.cells:
         if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "code":
             assert cell.outputs == []
-            assert "NotImplementedError(\"Exercise " in cell.source
+            assert "NotImplementedError(\"Exercise " in cell.source or \
+                re.search(rf"^\w+ = {re.escape(ex.VALUE_STUB)}$", cell.source, re.M), cell.source
 
 
 # --------------------------------------------------------------------------------------
@@ -269,3 +270,40 @@ def test_the_build_recognises_its_notebooks_after_sync_headers(tmp_path):
     assert {n: (exe / n).read_bytes() for n in names if n != names[1]} == \
         {n: t for n, t in synced.items() if n != names[1]}
     assert ex.build(sol, exe, check=True, out=io.StringIO()) == 0
+
+
+def test_a_prediction_becomes_an_assignment_of_ellipsis_not_a_raise():
+    """A prediction (``kind="value"``) answered at top level: the exercise version assigns
+    ``...`` to each name the model answer sets, so "Run all" goes on, and its check says "no
+    prediction yet"; nothing of the answer or its derivation remains."""
+    nb = nbformat.v4.new_notebook(cells=[
+        ex.solution_cell("### BEGIN SOLUTION\n# 0.95^t < 0.01 <=> t > 89.8\nfirst_step_below_1pc = 90\n"
+                         "### END SOLUTION", "ex1.7-solution"),
+        ex.test_cell('check("1.7", first_step_below_1pc)', "ex1.7", 1),
+    ])
+    out = ex.build_notebook(nb, "toy")
+    lines = out.cells[0].source.splitlines()
+    assert lines[-1] == f"first_step_below_1pc = {ex.VALUE_STUB}"
+    assert all(line.startswith("# Read: ") or line.startswith("#  ") or line == lines[-1]
+               or line.startswith("# ") for line in lines)
+    assert "90" not in out.cells[0].source and "89.8" not in out.cells[0].source
+    assert "raises-exception" not in out.cells[0].metadata.get("tags", [])
+    namespace = {}
+    exec(out.cells[0].source, namespace)
+    assert namespace["first_step_below_1pc"] is Ellipsis
+    result = lc_result("1.7", namespace["first_step_below_1pc"])
+    assert result.status == "not implemented" and "no prediction yet" in result.message
+
+
+def test_a_prediction_that_assigns_nothing_stops_the_build():
+    nb = nbformat.v4.new_notebook(cells=[
+        ex.solution_cell("### BEGIN SOLUTION\nprint(90)\n### END SOLUTION", "ex1.7-solution"),
+        ex.test_cell('check("1.7", first_step_below_1pc)', "ex1.7", 1),
+    ])
+    with pytest.raises(ex.BuildError, match="assigns no name"):
+        ex.build_notebook(nb, "toy")
+
+
+def lc_result(ex_id, answer):
+    from lrnn.course.check import result_of
+    return result_of(ex_id, answer)

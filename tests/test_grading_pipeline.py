@@ -25,7 +25,7 @@ from lrnn.course.grading.gradebook import details_path
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
 STEM = "01_linear_recurrence"
-FULL = {"1.1": 2, "1.2": 4, "1.3": 3, "1.4": 3, "1.5": 2}
+FULL = {"1.1": 2, "1.2": 4, "1.3": 3, "1.4": 3, "1.5": 2, "1.7": 1}
 WRONG_RADIUS = "def spectral_radius(A):\n    return float(np.linalg.norm(A, 2))"
 TIMEOUT, CELL_TIMEOUT = 120, 20
 QUIET = dict(log=lambda m: None)
@@ -129,9 +129,9 @@ def test_setup_sh_builds_the_image_and_the_autograder_grades(tmp_path):
             assert after == before
         # the installed wheel graded it, not this checkout
         assert str(ROOT) not in r.stdout + r.stderr
-    assert results["honest"]["score"] == 14.0, results["honest"]["output"][:3000]
+    assert results["honest"]["score"] == 15.0, results["honest"]["output"][:3000]
     assert results["blank"]["score"] == 0.0
-    assert results["partial"]["score"] == 12.0
+    assert results["partial"]["score"] == 13.0
     scores = {t["number"]: t["score"] for t in results["partial"]["tests"] if t["max_score"]}
     assert scores == dict(FULL, **{"1.5": 0})
     for data in results.values():
@@ -222,14 +222,14 @@ def test_unconfined_run_deletes_only_the_bundles_own_copy(tmp_path):
     logs = []
     data = gradescope.run(root, solutions=mine, sandbox="none", timeout=TIMEOUT,
                           cell_timeout=CELL_TIMEOUT, log=logs.append)
-    assert data["score"] == 0 and len(data["tests"]) == 6, data["output"][:2000]
+    assert data["score"] == 0 and len(data["tests"]) == 7, data["output"][:2000]
     assert {p.name: p.read_bytes() for p in mine.iterdir()} == before
     assert any("left in place" in m for m in logs)
     own = root / "source" / "solutions"
     (own / "README.txt").write_text("not a solution")
     data = gradescope.run(root, sandbox="none", timeout=TIMEOUT, cell_timeout=CELL_TIMEOUT,
                           **QUIET)
-    assert data["score"] == 0 and len(data["tests"]) == 6
+    assert data["score"] == 0 and len(data["tests"]) == 7
     assert sorted(p.name for p in own.iterdir()) == ["README.txt"]
 
 
@@ -277,7 +277,7 @@ def test_details_hold_what_the_report_needs(graded_class):
     assert ex["1.5"]["status"] == "failed" and "largest singular value" in ex["1.5"]["hint"]
     assert ex["1.6"]["score"] == "manual" and ex["1.2"]["status"] == "passed"
     assert all(r["seconds"] > 0 for r in recs.values())
-    assert carol["written"]["total"] == "12" and carol["written"]["ex1.6"] == "manual"
+    assert carol["written"]["total"] == "13" and carol["written"]["ex1.6"] == "manual"
     for p in (gb, details_path(gb)):
         assert stat.S_IMODE(p.stat().st_mode) == 0o644, p
 
@@ -292,8 +292,8 @@ def test_force_keeps_hand_grades_and_refuses_to_overwrite_edited_automatic_point
     rows = list(csv.DictReader(io.StringIO(text)))
     for r in rows:                    # the gradebook holds the original paths: keep them
         if r["submission"].endswith(f"alice_{STEM}.ipynb"):
-            assert r["ex1.6"] == "manual" and r["total"] == "14"
-            r["ex1.6"], r["total"] = "2", "16"
+            assert r["ex1.6"] == "manual" and r["total"] == "15"
+            r["ex1.6"], r["total"] = "2", "17"
             alice = r["submission"]
     out = io.StringIO()
     w = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\r\n")
@@ -304,9 +304,9 @@ def test_force_keeps_hand_grades_and_refuses_to_overwrite_edited_automatic_point
     logs = []
     new = g.grade([alice], gb, solutions=SOLUTIONS, force=True, workers=1, timeout=TIMEOUT,
                   cell_timeout=CELL_TIMEOUT, sandbox="bwrap", log=logs.append)
-    assert by_name(new)[f"alice_{STEM}.ipynb"]["total"] == 16
+    assert by_name(new)[f"alice_{STEM}.ipynb"]["total"] == 17
     row = by_name(csv.DictReader(gb.open()))[f"alice_{STEM}.ipynb"]
-    assert (row["ex1.6"], row["total"], row["max_total"], row["ex1.3"]) == ("2", "16", "16", "3")
+    assert (row["ex1.6"], row["total"], row["max_total"], row["ex1.3"]) == ("2", "17", "17", "3")
     backups = sorted(base.glob("gradebook.csv.*.bak"))
     assert len(backups) == 1 and backups[0].read_bytes() == edited
     assert any("kept hand grades" in m for m in logs)
@@ -365,12 +365,12 @@ def test_report_reads_the_details_not_the_feedback(graded_class, tmp_path):
     canvas = (out / "canvas.csv").read_bytes().decode()
     moodle = (out / "moodle.csv").read_bytes().decode()
     assert canvas == ("Student,ID,SIS User ID,SIS Login ID,Section," + STEM + "\r\n"
-                      "    Points Possible,,,,,14\r\n"
-                      "alice,,,alice,,14\r\ncarol,,,carol,,12\r\n")
-    assert moodle == f"Username,{STEM}\r\nalice,14\r\ncarol,12\r\n"
+                      "    Points Possible,,,,,15\r\n"
+                      "alice,,,alice,,15\r\ncarol,,,carol,,13\r\n")
+    assert moodle == f"Username,{STEM}\r\nalice,15\r\ncarol,13\r\n"
     for name in ("index.html", "scores.png", "canvas.csv", "moodle.csv"):
         assert stat.S_IMODE((out / name).stat().st_mode) == 0o644, name
-    assert "<tr><td>alice</td><td>alice</td><td>14 / 14</td><td>graded</td>" in page
+    assert "<tr><td>alice</td><td>alice</td><td>15 / 15</td><td>graded</td>" in page
     import matplotlib.image
     assert matplotlib.image.imread(out / "scores.png").shape[1] == 1000   # 10 in at 100 dpi
     with pytest.raises(gradescope.PlatformError, match="--feedback-dir"):
@@ -455,7 +455,7 @@ def test_classroom_reports_even_when_a_step_fails_and_checks_the_tests_repo(tmp_
     assert reporter["uses"].startswith("classroom-resources/autograding-grading-reporter")
     assert reporter["if"] == "always()"
     graders = [s for s in steps if "command-grader" in s.get("uses", "")]
-    assert len(graders) == 5 and all(s["if"] == "always()" for s in graders)
+    assert len(graders) == 6 and all(s["if"] == "always()" for s in graders)
     first = target.read_bytes()
     for bad in ("https://github.com/prof/t", "prof/t\n  evil: 1", "prof", "prof/t x",
                 "-prof/t", "prof/..", "OWNER/NAME/x"):

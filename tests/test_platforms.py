@@ -33,7 +33,7 @@ ATTACKS = Path(__file__).resolve().parent / "attacks"
 STEM = "01_linear_recurrence"
 CELL_TIMEOUT = 20
 TIMEOUT = 120
-FULL = {"1.1": 2, "1.2": 4, "1.3": 3, "1.4": 3, "1.5": 2}
+FULL = {"1.1": 2, "1.2": 4, "1.3": 3, "1.4": 3, "1.5": 2, "1.7": 1}
 WRONG_RADIUS = "def spectral_radius(A):\n    return float(np.linalg.norm(A, 2))"
 
 # Gradescope's results.json (gradescope-autograders.readthedocs.io, "Autograder
@@ -219,7 +219,7 @@ def test_results_json_follows_the_specification(three_ways):
         assert len(manual) == 1 and manual[0]["max_score"] == 0 and "1.6" in manual[0]["number"]
     solved = three_ways["gradescope"]["solved"]["results"]
     blank = three_ways["gradescope"]["blank"]["results"]
-    assert solved["score"] == sum(FULL.values()) == 14 and blank["score"] == 0
+    assert solved["score"] == sum(FULL.values()) == 15 and blank["score"] == 0
     assert {t["number"]: t["score"] for t in solved["tests"] if t["max_score"]} == FULL
 
 
@@ -240,7 +240,7 @@ def test_same_scores_everywhere(three_ways):
         assert gs == want == cl, name
         assert three_ways["gradescope"][name]["results"]["score"] == float(row["total"]) == \
             cr[name]["total"], name
-    assert float(local["solved"]["total"]) == 14 and float(local["blank"]["total"]) == 0
+    assert float(local["solved"]["total"]) == 15 and float(local["blank"]["total"]) == 0
     assert per_exercise_local(local["partial"]) == dict(FULL, **{"1.5": 0})
     assert float(local["patch_numpy"]["total"]) == float(local["forge_replies"]["total"]) == 0
     print("seconds:", {k: round(v, 1) for k, v in three_ways["times"].items()})
@@ -347,9 +347,9 @@ def test_report_and_exports_from_the_real_gradebook(three_ways, tmp_path):
     canvas = list(csv.reader((out / "canvas.csv").open()))
     assert canvas[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
     assert canvas[0][5:] == [STEM] and canvas[1][0].strip() == "Points Possible"
-    assert canvas[1][5] == "14"
+    assert canvas[1][5] == "15"
     got = {r[3]: r[5] for r in canvas[2:]}
-    assert got == {"solved": "14", "blank": "0", "partial": "12", "patch_numpy": "0",
+    assert got == {"solved": "15", "blank": "0", "partial": "13", "patch_numpy": "0",
                    "forge_replies": "0"}
     moodle = list(csv.reader((out / "moodle.csv").open()))
     assert moodle[0] == ["Username", STEM] and dict(moodle[1:]) == got
@@ -442,7 +442,7 @@ def test_lrnn_grade_grades_nbgrader_exported_notebooks(tmp_path):
     rows = g.grade([sub], tmp_path / "gb.csv", solutions=SOLUTIONS, workers=1, timeout=TIMEOUT,
                    cell_timeout=CELL_TIMEOUT, sandbox="bwrap", log=print)
     totals = {Path(r["submission"]).name: float(r["total"]) for r in rows}
-    assert totals == {f"{STEM}.ipynb": 14, f"blank_{STEM}.ipynb": 0}
+    assert totals == {f"{STEM}.ipynb": 15, f"blank_{STEM}.ipynb": 0}
 
 
 def test_unconfined_run_deletes_the_solutions_before_student_code(tmp_path):
@@ -460,7 +460,7 @@ def test_unconfined_run_deletes_the_solutions_before_student_code(tmp_path):
     data = gradescope.run(root, sandbox="none", timeout=TIMEOUT, cell_timeout=CELL_TIMEOUT,
                           log=lambda m: None)
     jsonschema.validate(data, RESULTS_SCHEMA)
-    assert data["score"] == 14 and data["extra_data"]["sandbox"] == "none"
+    assert data["score"] == 15 and data["extra_data"]["sandbox"] == "none"
     assert "raised" not in data["output"]                # the probe cell's assert held
     assert not (root / "source" / "solutions" / f"{STEM}.ipynb").exists()
 

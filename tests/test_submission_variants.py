@@ -8,7 +8,7 @@ import re
 import nbformat
 import pytest
 
-from lrnn.course.exercises import BEGIN_SOLUTION, END_SOLUTION, cell_kind
+from lrnn.course.exercises import BEGIN_SOLUTION, END_SOLUTION, VALUE_STUB, cell_kind
 from submissions import build
 
 CHAPTERS = build.CHAPTERS
@@ -29,9 +29,9 @@ def answer_cells(nb):
     return [c for c in nb.cells if cell_kind(c) == "solution"]
 
 
-def test_every_chapter_and_38_coded_exercises():
+def test_every_chapter_and_46_coded_exercises():
     assert CHAPTERS == (1, 2, 3, 4, 5, 6, 7, 8)
-    assert sum(len(build.coded(ch)) for ch in CHAPTERS) == 38
+    assert sum(len(build.coded(ch)) for ch in CHAPTERS) == 46
     for ch in CHAPTERS:
         assert [ex for ex in build.exercises(ch) if ex.manual], f"chapter {ch}: no open question"
 
@@ -44,6 +44,7 @@ def test_solution_fills_every_answer(chapter):
     assert len(nb.cells) == len(given.cells)
     for cell in answer_cells(nb):
         assert "NotImplementedError" not in cell.source, cell.source
+        assert VALUE_STUB not in cell.source, cell.source
         assert BEGIN_SOLUTION not in cell.source and END_SOLUTION not in cell.source
     model = build.model_answers(chapter)
     assert {build.grade_id(c): c.source for c in answer_cells(nb)} == model
@@ -62,7 +63,8 @@ def test_blank_and_partial(chapter):
     nb, points = build.partial(chapter)
     todo = build.coded(chapter)
     half = todo[:len(todo) // 2]
-    solved = {build.grade_id(c) for c in answer_cells(nb) if "NotImplementedError" not in c.source}
+    solved = {build.grade_id(c) for c in answer_cells(nb)
+              if "NotImplementedError" not in c.source and VALUE_STUB not in c.source}
     assert solved == {gid for ex in half for gid in ex.answers}
     raw = build.solution_notebook(chapter)
     want = sum(c.metadata["nbgrader"]["points"] for c in raw.cells if cell_kind(c) == "test"

@@ -25,7 +25,9 @@ What the build does to each ``solutions/NN_*.ipynb`` (see ``solutions/AUTHORING.
   unfinished the cell prints one line (``unfinished: exercise 1.2 …``) instead of raising;
 * every cell whose solution region is at top level is tagged ``raises-exception`` and
   ``remove-output`` (the website shows the stub but no traceback; avoid such cells: they stop
-  "Run all"); cells tagged ``solutions-only`` are dropped;
+  "Run all"), except a prediction's (an exercise of ``kind="value"``): each name its answer
+  assigns becomes ``name = ...  # YOUR PREDICTION``; cells tagged ``solutions-only`` are
+  dropped;
 * the Colab badge path ``solutions/`` becomes ``exercises/`` (on any branch);
 * the notebook is written as stable JSON (sorted keys, indent 1, UTF-8, final newline), with
   the ``lrnn_exercise`` stamp (see above), atomically.
@@ -154,8 +156,42 @@ def _stub_lines(ex_id: str | None, indent: str) -> list[str]:
     return lines
 
 
+#: What a prediction's stub assigns, and the comment that marks it unanswered.
+VALUE_STUB = "...  # YOUR PREDICTION"
+
+
+def _is_value_exercise(ex_id: str | None) -> bool:
+    from . import check
+    try:
+        return ex_id is not None and check.get(ex_id).kind == "value"
+    except KeyError:
+        return False
+
+
+def _value_stub_lines(ex_id: str, region: list[str], where: str) -> list[str]:
+    """The stub of a prediction (an exercise of ``kind="value"``): what to read, then every
+    name the model answer assigns set to ``...``, so that "Run all" goes on; the check says
+    "no prediction yet" until the student writes a number there."""
+    import textwrap
+    from . import check
+    try:
+        body = ast.parse("\n".join(region)).body
+    except SyntaxError as e:
+        raise BuildError(f"{where}: the answer of prediction {ex_id} does not parse: {e}") from None
+    names = [t.id for node in body if isinstance(node, (ast.Assign, ast.AnnAssign))
+             for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+             if isinstance(t, ast.Name)]
+    if not names:
+        raise BuildError(f"{where}: the answer of prediction {ex_id} assigns no name "
+                         "(write it as `name = value`)")
+    reference = check.get(ex_id).reference
+    lines = [f"# {part}" for part in textwrap.wrap(f"Read: {reference}.", STUB_WIDTH - 2)]
+    return lines + [f"{name} = {VALUE_STUB}" for name in dict.fromkeys(names)]
+
+
 def strip_solution(source: str, *, markdown: bool, ex_id: str | None, where: str):
-    """Return (new source, has_region, has_top_level_region)."""
+    """Return (new source, has_region, has_top_level_region). A prediction's region at top
+    level becomes assignments of ``...`` (no exception: not counted as top level)."""
     items = _split_region(source.split("\n"), BEGIN_SOLUTION, END_SOLUTION, where)
     lines, found, top_level = [], False, False
     for kind, value in items:
@@ -163,9 +199,11 @@ def strip_solution(source: str, *, markdown: bool, ex_id: str | None, where: str
             lines.append(value)
             continue
         found = True
-        indent, _ = value
+        indent, region = value
         if markdown:
             lines.append(indent + ANSWER_PLACEHOLDER)
+        elif indent == "" and _is_value_exercise(ex_id):
+            lines.extend(_value_stub_lines(ex_id, region, where))
         else:
             top_level = top_level or indent == ""
             lines.extend(_stub_lines(ex_id, indent))

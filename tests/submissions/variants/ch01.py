@@ -201,4 +201,6 @@ VARIANTS = {
     "ex1.3-solution": [CHUNKED_SCAN_1, CHUNKED_SCAN_2],
     "ex1.4-solution": [CONVOLVE_1, CONVOLVE_2],
     "ex1.5-solution": [SPECTRAL_RADIUS_1, SPECTRAL_RADIUS_2],
+    "ex1.7-solution": ['first_step_below_1pc = 90.0',
+                       'import math\n\nfirst_step_below_1pc = math.ceil(math.log(0.01) / math.log(0.95))'],
 }

@@ -163,4 +163,6 @@ VARIANTS = {
     "ex2.4-solution": [APPLY_1, APPLY_2],
     "ex2.5-solution": [GAMMA_1, GAMMA_2],
     "ex2.6-solution": [BLOWUP_1, BLOWUP_2],
+    "ex2.8-solution": ['share_remembering_100 = 0.024',
+                       'r_lo, r_hi = 0.5, 0.999\nthreshold = np.exp(-1 / 100)\nshare_remembering_100 = (r_hi**2 - threshold**2) / (r_hi**2 - r_lo**2)'],
 }

@@ -170,4 +170,6 @@ VARIANTS = {
     "ex3.2-solution": [ROTATION_RECURRENCE_1, ROTATION_RECURRENCE_2],
     "ex3.3-solution": [ROTATION_POWER_1, ROTATION_POWER_2],
     "ex3.4-solution": [ROTGRU_1, ROTGRU_2],
+    "ex3.6-solution": ['first_step_backwards = 6.0',
+                       'import math\n\nfirst_step_backwards = math.floor(math.pi / 2 / 0.3) + 1'],
 }

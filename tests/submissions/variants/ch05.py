@@ -124,4 +124,6 @@ VARIANTS = {
     "ex5.2-solution": [CHAIN_1, CHAIN_2],
     "ex5.3-solution": [MERGE_1, MERGE_2],
     "ex5.4-solution": [STEP_1, STEP_2],
+    "ex5.6-solution": ['fixed_directions = 8 - 3',
+                       'fixed_directions = 5.0'],
 }

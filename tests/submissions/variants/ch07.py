@@ -108,4 +108,6 @@ VARIANTS = {
     "ex7.2-solution": [FRACTION_1, FRACTION_2],
     "ex7.3-solution": [COUNT_1, COUNT_2],
     "ex7.4-solution": [WIN_1, WIN_2],
+    "ex7.6-solution": ['all_three_by_luck = 0.05',
+                       'from math import comb\n\nall_three_by_luck = 1 / comb(6, 3)'],
 }

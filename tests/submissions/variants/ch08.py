@@ -245,4 +245,6 @@ VARIANTS = {
     "ex8.5-solution": [MASK_1, MASK_2],
     "ex8.7-solution": [STEP_1, STEP_2],
     "ex8.8-solution": [ONLINE_1, ONLINE_2],
+    "ex8.9-solution": ['carry_bytes = 65536',
+                       'carry_bytes = 4 * 16 * 128 * 2 * 4   # two float32 numbers per complex64 state'],
 }

@@ -14,8 +14,8 @@ import pkgutil
 from ._core import (GRADING_ENV, REGISTRY, RESULTS, CheckFailure, Exercise, ExerciseFailed,
                     ForbiddenCall, NotImplementedYet, Result, StopCheck, StudentError,
                     alternative, as_array, call, check, count_calls, crandn, describe, exercise,
-                    expect, expect_close, expect_dtype, expect_shape, forbid, get,
-                    grading_mode, largest_intermediate, randn, result_of, under_autograder,
+                    expect, expect_close, expect_dtype, expect_prediction, expect_shape, forbid,
+                    get, grading_mode, largest_intermediate, randn, result_of, under_autograder,
                     unit_disk, when)
 from ._core import _sort_key
 

@@ -277,3 +277,35 @@ def _scalar(v) -> str:
     if isinstance(v, complex):
         return f"{v.real:.6g}{v.imag:+.6g}j"
     return f"{v:.6g}"
+
+
+def expect_prediction(received, true_value: float, *, rtol: float = 0.0, atol: float = 0.0,
+                      what: str = "your prediction", hints=()):
+    """Check a prediction (an exercise of ``kind="value"``): one real number within ``atol`` +
+    ``rtol`` × |true value| of what the run gives. A miss says so and gives the first hint
+    that applies (``alternative``, ``when``), never the value itself, which the next cell of
+    the notebook shows. Returns the prediction as a float."""
+    if isinstance(received, (bool, np.bool_)) or received is None or received is Ellipsis:
+        raise CheckFailure(f"{what} is {describe(received)}, expected a number.")
+    try:
+        value = np.asarray(_to_numpy(received))
+    except Exception:                                        # noqa: BLE001
+        value = None
+    if value is None or value.size != 1 or not np.issubdtype(value.dtype, np.number):
+        raise CheckFailure(f"{what} is {describe(received)}, expected one number.")
+    if np.iscomplexobj(value):
+        raise CheckFailure(f"{what} is a complex number, expected a real one.")
+    got = float(value.reshape(()))
+    if not np.isfinite(got):
+        raise CheckFailure(f"{what} is {got}, expected a finite number.")
+    tolerance = atol + rtol * abs(float(true_value))
+
+    def close(a, b):
+        return np.all(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)) <= tolerance)
+    if abs(got - float(true_value)) <= tolerance:
+        return got
+    rec, exp = np.asarray(got), np.asarray(float(true_value))
+    hint = next((h for h in (f(rec, exp, close) for f in hints) if h), None)
+    within = (f" (within {rtol:.0%})" if rtol and not atol else "")
+    raise CheckFailure(f"{what}, {got:g}, is not what the run gives{within}.", hint=hint)
+

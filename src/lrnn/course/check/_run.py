@@ -46,6 +46,10 @@ def result_of(exercise_id, answer, *, seed: int = 0) -> Result:
     if ex.kind == "function" and not callable(answer):
         return Result(ex.id, "fail", f"✗ Exercise {ex.id} ({ex.title}): expected a function, "
                                      f"received {describe(answer)}.")
+    if ex.kind == "value" and answer is Ellipsis:
+        return Result(ex.id, "not implemented",
+                      f"… Exercise {ex.id} ({ex.title}): no prediction yet — write your "
+                      f"number in place of `...` (read: {ex.reference}).")
     rng = np.random.default_rng([seed, zlib.crc32(ex.id.encode())])
     try:
         with _exact_matmuls():          # the course's precision policy: full float32 products

@@ -1,10 +1,12 @@
 """Checks for Exercises 1 · The linear recurrence (solutions/01_linear_recurrence.ipynb)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ._core import (alternative, call, crandn, expect, expect_close, exercise, randn,
-                    reference_scan, when)
+from ._core import (alternative, call, crandn, exercise, expect, expect_close, expect_prediction,
+                    randn, reference_scan, when)
 
 
 
@@ -189,3 +191,28 @@ def _(fn, rng):
             alternative(np.max(np.abs(A64)), "the largest entry of A is not its spectral radius."),
             when(lambda r, e: np.ndim(r) == 0 and r < 0, "a radius cannot be negative."),
         ])
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict, then run
+# ---------------------------------------------------------------------------------------------
+
+IMPULSE_A, IMPULSE_LEVEL = 0.95, 0.01
+
+
+@exercise("1.7", points=1, kind="value",
+          title="predict: the first step an impulse falls below 1 %",
+          reference="chapter 1, §1.1 (unroll x_t = a x_{t-1} + b_t for one impulse)",
+          stronger_hint="After the impulse b_0 = 1 every step multiplies the state by a, so "
+                        "x_t = a^t. Solve a^t < 0.01 with logarithms (ln a is negative: the "
+                        "inequality flips) and take the first whole step that satisfies it.")
+def _(value, rng):
+    want = math.ceil(math.log(IMPULSE_LEVEL) / math.log(IMPULSE_A))
+    expect_prediction(value, want, what="the first step below 1 %", hints=[
+        alternative(want - 1, "at that step x_t is still just above 1 %: the first step "
+                              "below it comes one later."),
+        alternative(1 / (1 - IMPULSE_A), "1/(1 − a) = 20 steps is the time constant, the "
+                                         "steps to fall by about a factor e, not to 1 %."),
+        alternative(round(math.log(1 / IMPULSE_LEVEL) / (1 - IMPULSE_A)),
+                    "ln(1/a) is close to 1 − a, not equal: use the exact logarithm."),
+    ])

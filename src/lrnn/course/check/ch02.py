@@ -1,9 +1,11 @@
 """Checks for Exercises 2 · The Linear Recurrent Unit (solutions/02_lru.ipynb)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ._core import alternative, call, expect, expect_close, exercise, randn, when
+from ._core import alternative, call, exercise, expect, expect_close, expect_prediction, randn, when
 
 
 def _pair(got, inputs, names):
@@ -220,3 +222,30 @@ def _(fn, rng):
                                   "the radii enter squared: r_min², r_max².")]
         expect_close(got, want, inputs=inputs, rtol=1e-5, atol=1e-8,
                      what="E‖x_∞‖² / E‖Bu‖²", hints=hints)
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict, then run
+# ---------------------------------------------------------------------------------------------
+
+RING_R_MIN, RING_R_MAX, MEMORY_STEPS = 0.5, 0.999, 100
+
+
+@exercise("2.8", points=1, kind="value",
+          title="predict: the share of a ring that remembers 100 steps",
+          reference="LRU Lemma 3.2 (the ring's density); chapter 2, §2.2 (|λ|^t decays)",
+          stronger_hint="An eigenvalue keeps a fraction 1/e of its state after −1/ln|λ| steps, "
+                        "so it remembers 100 steps when |λ| > e^(−1/100). Lemma 3.2 samples "
+                        "uniformly over the ring's area: |λ|² is uniform between r_min² and "
+                        "r_max². Take the share of that interval above e^(−2/100).")
+def _(value, rng):
+    lo, hi = RING_R_MIN ** 2, RING_R_MAX ** 2
+    threshold = math.exp(-1 / MEMORY_STEPS)
+    want = (hi - threshold ** 2) / (hi - lo)
+    expect_prediction(value, want, rtol=0.1, what="the share of the ring", hints=[
+        alternative((RING_R_MAX - threshold) / (RING_R_MAX - RING_R_MIN),
+                    "that is the share if |λ| were uniform on [r_min, r_max]; Lemma 3.2 "
+                    "makes the area uniform: |λ|², not |λ|."),
+        alternative(1 - want, "that is the share that forgets within 100 steps."),
+        when(lambda r, e: float(r) > 1 or float(r) < 0, "a share lies between 0 and 1."),
+    ])

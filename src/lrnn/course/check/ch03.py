@@ -2,9 +2,12 @@
 rotation recurrence as a complex diagonal scan, and one RotGRU step (RotLSTM paper, eqs. 11–17)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ._core import alternative, call, expect, expect_close, exercise, largest_intermediate, randn
+from ._core import (alternative, call, exercise, expect, expect_close, expect_prediction,
+                    largest_intermediate, randn)
 
 
 def _block_rotation(theta):
@@ -218,3 +221,29 @@ def _(fn, rng):
                      what="the new state h_t (first item)", hints=hints)
         expect_close(got[1], want, inputs=inputs, rtol=1e-4, atol=1e-5,
                      what="the second item (the output h_t)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict, then run
+# ---------------------------------------------------------------------------------------------
+
+TURN_THETA, TURN_GAMMA = 0.3, 0.95
+
+
+@exercise("3.6", points=1, kind="value",
+          title="predict: when a decaying rotation first points backwards",
+          reference="RotRNN eq. 14 and Lemma 3 (D(θ)^t = D(tθ)); chapter 3, §3.2",
+          stronger_hint="After t steps the pair is γ^t (cos tθ, sin tθ): γ^t > 0 only scales "
+                        "it. The first coordinate turns negative when the angle tθ passes a "
+                        "quarter turn, π/2; take the first whole step beyond it.")
+def _(value, rng):
+    want = math.floor((math.pi / 2) / TURN_THETA) + 1
+    expect_prediction(value, want, what="the first step with a negative first coordinate",
+                      hints=[
+        alternative(want - 1, "at that step the angle tθ is still below π/2: the cosine is "
+                              "positive, just."),
+        alternative(math.ceil(math.pi / TURN_THETA), "that is half a turn, π: the first "
+                                                     "coordinate is negative long before."),
+        alternative(math.ceil(2 * math.pi / TURN_THETA), "that is a full turn, 2π: the pair "
+                                                         "points forwards again there."),
+    ])

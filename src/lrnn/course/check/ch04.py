@@ -3,9 +3,12 @@
 expected norm (RotRNN App. C.1)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ._core import CheckFailure, alternative, call, crandn, expect, expect_close, exercise, randn
+from ._core import (CheckFailure, alternative, call, crandn, exercise, expect, expect_close,
+                    expect_prediction, randn)
 from .ch03 import _block_rotation, _expm
 
 
@@ -242,3 +245,39 @@ def _(fn, rng):
                             "scale_first_state is ignored or inverted: with it, x_1 = B u_1 / "
                             "‖B‖_F (ξ / √(1−γ²)); without it, x_1 = ξ B u_1."),
             ])
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict, then run
+# ---------------------------------------------------------------------------------------------
+
+DRIFT_RHO, DRIFT_GAMMA, DRIFT_THETA = 0.8, 0.9, math.pi / 2
+
+
+def _drift_factor(rho, gamma, theta):
+    """E|x|² of a γ-normalised head λ = γe^{iθ} under AR(1) inputs of correlation ρ, over its
+    value under white noise: Re[(1 + ρλ)/(1 − ρλ)] (the series Σ λ^j λ̄^k ρ^|j−k|)."""
+    lam = gamma * np.exp(1j * theta)
+    return float(np.real((1 + rho * lam) / (1 - rho * lam)))
+
+
+@exercise("4.6", points=1, kind="value",
+          title="predict: the norm drift of a rotating head under correlated input",
+          reference="chapter 4, §4.4 (the drift factor g for AR(1) inputs); RotRNN §3.1",
+          stronger_hint="Write x = √(1−γ²) Σ_j λ^j u_{t−j} and E[u_j u_k] = ρ^|j−k|: the "
+                        "diagonal gives 1, the terms j > k a geometric series in ρλ, and j < k "
+                        "its conjugate, so g = Re[(1 + ρλ)/(1 − ρλ)] with λ = γe^{iθ}. Put in "
+                        "θ = π/2: ρλ is purely imaginary.")
+def _(value, rng):
+    want = _drift_factor(DRIFT_RHO, DRIFT_GAMMA, DRIFT_THETA)
+    expect_prediction(value, want, rtol=0.05, what="the drift factor", hints=[
+        alternative(_drift_factor(DRIFT_RHO, DRIFT_GAMMA, 0.0),
+                    "that is a head that does not rotate (θ = 0): a quarter turn per step "
+                    "makes neighbouring inputs partly cancel instead."),
+        alternative(_drift_factor(DRIFT_RHO, DRIFT_GAMMA, math.pi),
+                    "that is half a turn per step (θ = π); this head turns by a quarter."),
+        alternative((1 - DRIFT_RHO ** 2) / (1 + DRIFT_RHO ** 2),
+                    "that is the γ → 1 limit, the input's spectrum at θ = π/2; at γ = 0.9 the "
+                    "head averages over only about ten steps."),
+        alternative(1.0, "Theorem 1's 1 holds for white noise; correlated inputs change it."),
+    ])

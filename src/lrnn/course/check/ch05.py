@@ -3,9 +3,12 @@ reflection of Algorithm 2's step, oRNN eqs. 6–9, merging compact WY blocks (Pr
 oRNN step."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ._core import alternative, as_array, call, expect, expect_close, exercise, randn
+from ._core import (alternative, as_array, call, exercise, expect, expect_close, expect_prediction,
+                    randn)
 
 
 def _H(u):
@@ -206,3 +209,29 @@ def _(fn, rng):
             hints.append(alternative(np.maximum(z1 / 10, z1), "u1 enters as its sign: +1 if "
                                      "u1 > 0, else −1."))
         expect_close(got, want, inputs=inputs, rtol=1e-4, atol=1e-5, what="h_t", hints=hints)
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict, then run
+# ---------------------------------------------------------------------------------------------
+
+FIXED_N, FIXED_M = 8, 3
+
+
+@exercise("5.6", points=1, kind="value",
+          title="predict: how many directions a product of reflections leaves alone",
+          reference="oRNN eqs. 6–8 (H(u) = I − 2uuᵀ/‖u‖²); chapter 5, §5.1",
+          stronger_hint="A reflection H(u) fixes exactly the vectors orthogonal to u, a "
+                        "hyperplane. A vector orthogonal to all of u_1, …, u_m is fixed by "
+                        "each factor, hence by the product; inside the span of the u's a "
+                        "product of reflections with random vectors fixes nothing. Count the "
+                        "dimensions that are left.")
+def _(value, rng):
+    want = FIXED_N - FIXED_M
+    expect_prediction(value, want, what="the number of eigenvalues equal to 1", hints=[
+        alternative(FIXED_N - 1, "that is for one reflection; each of the three removes a "
+                                 "direction."),
+        alternative(FIXED_M, "that counts the directions the product moves, not those it "
+                             "leaves alone."),
+        alternative(0, "the product moves only the span of the three vectors u."),
+    ])

@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from ._core import (alternative, call, crandn, expect, expect_close, exercise, randn,
-                    reference_scan, when)
+from ._core import (alternative, call, crandn, exercise, expect, expect_close, expect_prediction,
+                    randn, reference_scan, when)
 
 
 def reference_bytes(shape, dtype="complex64", time_varying=False, passes=1):
@@ -198,3 +198,28 @@ def _(fn, rng):
             alternative(want * 1e9 / 2 ** 30, "1 GB/s is 10⁹ bytes per second (not 2³⁰)."),
             alternative(want * 2 ** 30 / 1e9, "1 GB/s is 10⁹ bytes per second (not 2³⁰)."),
         ])
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict, then run
+# ---------------------------------------------------------------------------------------------
+
+FLIGHT_SHAPE, FLIGHT_COPY_BPS, FLIGHT_LATENCY_S = (4, 4096, 256), 2.21e12, 0.53e-6
+
+
+@exercise("6.6", points=1, kind="value",
+          title="predict: the rows in flight a loop kernel needs",
+          reference="chapter 6, §6.4 (Little's law: bytes in flight = bandwidth × latency)",
+          stronger_hint="Little's law: bandwidth × latency bytes must be in flight. One row of "
+                        "every lane is lanes × 16 bytes (a complex64 element read and "
+                        "written), with one lane per sequence and channel, B × N. Divide the "
+                        "bytes needed by the bytes of one row.")
+def _(value, rng):
+    lanes = FLIGHT_SHAPE[0] * FLIGHT_SHAPE[2]
+    want = FLIGHT_COPY_BPS * FLIGHT_LATENCY_S / (lanes * 16)
+    expect_prediction(value, want, rtol=0.05, what="the rows in flight per lane", hints=[
+        alternative(FLIGHT_COPY_BPS * FLIGHT_LATENCY_S / (math.prod(FLIGHT_SHAPE) * 16),
+                    "the lanes are sequences × channels, B × N: time runs along each lane."),
+        alternative(want * 16, "count the bytes of a row: 16 per complex64 element."),
+        alternative(want / 2, "16 bytes per element already count the read and the write."),
+    ])

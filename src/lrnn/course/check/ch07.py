@@ -3,9 +3,11 @@ eigenvalues for a memory length, the share of a ring that remembers, where a lay
 go, and comparing two models over seeds."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ._core import alternative, call, expect, expect_close, exercise, when
+from ._core import alternative, call, exercise, expect, expect_close, expect_prediction, when
 
 
 @exercise("7.1", points=2, title="the smallest |λ| that remembers T steps",
@@ -172,3 +174,28 @@ def _(fn, rng):
                         float(np.mean(a) < np.mean(b)), "compare every seed of A with every "
                         "seed of B, not the means."),
         ])
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict, then run
+# ---------------------------------------------------------------------------------------------
+
+SEEDS_EACH = 3
+
+
+@exercise("7.6", points=1, kind="value",
+          title="predict: the chance that every seed of A beats every seed of B by luck",
+          reference="chapter 7, §7.4 (seeds, medians and what they settle)",
+          stronger_hint="If the two models are the same, the six results are exchangeable: "
+                        "every way of choosing which three of the six sorted results belong to "
+                        "A is equally likely. A wins every comparison only if its three are the "
+                        "three best; count the ways to choose 3 of 6.")
+def _(value, rng):
+    want = 1 / math.comb(2 * SEEDS_EACH, SEEDS_EACH)
+    expect_prediction(value, want, rtol=0.02, what="the probability", hints=[
+        alternative(0.5 ** SEEDS_EACH, "the three seeds are not three coin flips against one "
+                                       "fixed opponent: all nine comparisons must go A's way."),
+        alternative(0.5 ** (SEEDS_EACH ** 2), "the nine comparisons share seeds, so they are "
+                                             "not independent."),
+        alternative(0.5, "that is the chance of one comparison."),
+    ])

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ._core import alternative, call, expect, expect_close, exercise, randn
+from ._core import alternative, call, exercise, expect, expect_close, expect_prediction, randn
 from .ch02 import _naive_states, _pair, random_params
 
 #: The model's LayerNorm epsilon (``lrnn.model.NORM_EPS``), stated in the exercise.
@@ -540,3 +540,29 @@ def _(fn, rng):
                                          "the model pools with the mean over every step so "
                                          "far."),
                          ])
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict, then run
+# ---------------------------------------------------------------------------------------------
+
+CARRY_DEPTH, CARRY_STATE, CARRY_WIDTH, CARRY_BATCH, CARRY_STEPS = 4, 128, 256, 16, 10_000
+
+
+@exercise("8.9", points=1, kind="value",
+          title="predict: the bytes a deep LRU keeps between steps",
+          reference="chapter 8, §8.7 (state in, state out); LRU eq. 3 (the state x_t)",
+          stronger_hint="The carry is what the next step needs and nothing more: one LRU "
+                        "state x_t per block, N complex numbers per sequence. Neither the "
+                        "width H nor the number of steps already seen enters it. A complex64 "
+                        "number is 8 bytes.")
+def _(value, rng):
+    want = CARRY_DEPTH * CARRY_BATCH * CARRY_STATE * 8
+    expect_prediction(value, want, what="the carry's bytes", hints=[
+        alternative(want // 2, "a complex64 number is two float32 numbers: 8 bytes."),
+        alternative(want * CARRY_WIDTH // CARRY_STATE, "the carry holds the states (N = 128 "
+                                                        "per block), not the width H."),
+        alternative(want * CARRY_STEPS, "the carry does not grow with the steps already "
+                                        "seen."),
+        alternative(want // CARRY_BATCH, "every sequence of the batch has its own state."),
+    ])
