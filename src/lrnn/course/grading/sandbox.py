@@ -176,13 +176,16 @@ def layout(hidden=(), extra=()) -> Layout:
     package = lrnn_package_dir()
     env_paths = python_paths()
     imports = grader_pythonpath(hidden)
+    # A checkout's src/ shows its lrnn folder only, as an editable install does.
     binds = _minimal([Path(p) for p in _SYSTEM_DIRS if os.path.isdir(p) and
-                      not os.path.islink(p)] + env_paths + imports +
+                      not os.path.islink(p)] + env_paths +
+                     [p for p in imports if p != package.parent] +
                      [Path(e).resolve() for e in extra])
     entries = [str(p) for p in imports]
     if not any(_inside(package, b) for b in binds):
         binds.append(package)
-        entries.insert(0, str(package.parent))
+        if str(package.parent) not in entries:
+            entries.insert(0, str(package.parent))
     pythonpath = os.pathsep.join(entries) or None
     for ld in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep):
         if ld and os.path.isdir(ld) and not any(_inside(Path(ld).resolve(), b) for b in binds):
