@@ -142,15 +142,17 @@ def tree_digest(folder):
     return h.hexdigest()
 
 
-def sandbox_processes():
-    """Processes running under a sandbox user id (as root, every sandbox has its own)."""
+def sandbox_processes(grader_pid=None):
+    """Processes running under a user id of the sandboxes of the grader process
+    ``grader_pid`` (default: this one). As root every sandbox has its own user id, drawn from
+    its grader's range, so another grader's kernels (another test process's) do not count."""
+    mine = sb.grader_uids(os.getpid() if grader_pid is None else grader_pid)
     found = []
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
             for line in status.read_text().splitlines():
                 if line.startswith("Uid:"):
-                    uid = int(line.split()[1])
-                    if sb.UID_BASE <= uid < sb.UID_BASE + sb.UID_SPAN:
+                    if int(line.split()[1]) in mine:
                         found.append(int(status.parent.name))
                     break
         except (OSError, ValueError):
