@@ -138,22 +138,26 @@ def _stub_message(ex_id: str | None) -> str:
     return f"Exercise {ex.id}: {ex.title}"
 
 
-def _stub_lines(ex_id: str | None, indent: str) -> list[str]:
-    """The stub that replaces a code solution region: what to read, as comment lines, then
-    ``raise NotImplementedError("Exercise N.k: title")``, every line within STUB_WIDTH."""
+def _read_lines(ex_id: str | None, indent: str) -> list[str]:
+    """``# Read: <reference>.`` as comment lines within STUB_WIDTH (none without a checker)."""
     import textwrap
     from . import check
-    lines = []
     try:
         reference = check.get(ex_id).reference if ex_id else None
     except KeyError:
         reference = None
-    if reference:
-        width = STUB_WIDTH - len(indent) - 2
-        lines += [f"{indent}# {part}" for part in textwrap.wrap(f"Read: {reference}.", width)]
-    lines.append(indent + "raise NotImplementedError("
-                 + json.dumps(_stub_message(ex_id), ensure_ascii=False) + ")")
-    return lines
+    if not reference:
+        return []
+    width = STUB_WIDTH - len(indent) - 2
+    return [f"{indent}# {part}" for part in textwrap.wrap(f"Read: {reference}.", width)]
+
+
+def _stub_lines(ex_id: str | None, indent: str) -> list[str]:
+    """The stub that replaces a code solution region: what to read, as comment lines, then
+    ``raise NotImplementedError("Exercise N.k: title")``, every line within STUB_WIDTH."""
+    return _read_lines(ex_id, indent) + [
+        indent + "raise NotImplementedError("
+        + json.dumps(_stub_message(ex_id), ensure_ascii=False) + ")"]
 
 
 #: What a prediction's stub assigns, and the comment that marks it unanswered.
@@ -172,8 +176,6 @@ def _value_stub_lines(ex_id: str, region: list[str], where: str) -> list[str]:
     """The stub of a prediction (an exercise of ``kind="value"``): what to read, then every
     name the model answer assigns set to ``...``, so that "Run all" goes on; the check says
     "no prediction yet" until the student writes a number there."""
-    import textwrap
-    from . import check
     try:
         body = ast.parse("\n".join(region)).body
     except SyntaxError as e:
@@ -184,9 +186,7 @@ def _value_stub_lines(ex_id: str, region: list[str], where: str) -> list[str]:
     if not names:
         raise BuildError(f"{where}: the answer of prediction {ex_id} assigns no name "
                          "(write it as `name = value`)")
-    reference = check.get(ex_id).reference
-    lines = [f"# {part}" for part in textwrap.wrap(f"Read: {reference}.", STUB_WIDTH - 2)]
-    return lines + [f"{name} = {VALUE_STUB}" for name in dict.fromkeys(names)]
+    return _read_lines(ex_id, "") + [f"{name} = {VALUE_STUB}" for name in dict.fromkeys(names)]
 
 
 def strip_solution(source: str, *, markdown: bool, ex_id: str | None, where: str):

@@ -204,6 +204,18 @@ def _hint_transposed(received, expected, close):
     return None
 
 
+def _first_hint(hints, received, expected, close) -> str | None:
+    """The message of the first hint that applies (a hint that fails counts as not applying)."""
+    for h in hints:
+        try:
+            hint = h(received, expected, close)
+        except Exception:                                    # noqa: BLE001
+            hint = None
+        if hint:
+            return hint
+    return None
+
+
 def expect_close(received, expected, *, inputs=None, rtol: float = 1e-4, atol: float = 1e-5,
                  what: str = "the result", hints=(), time_axis: int | None = None,
                  dtype: str | None = None):
@@ -249,14 +261,7 @@ def expect_close(received, expected, *, inputs=None, rtol: float = 1e-4, atol: f
                _hint_scaled, _hint_transposed]
     if time_axis is not None:
         generic.append(_time_shift_hints(time_axis))
-    hint = None
-    for h in generic:
-        try:
-            hint = h(rec_c, exp_c, close)
-        except Exception:
-            hint = None
-        if hint:
-            break
+    hint = _first_hint(generic, rec_c, exp_c, close)
     err = np.where(ok, 0.0, np.nan_to_num(np.abs(rec_c - exp_c), nan=np.inf, posinf=np.inf))
     idx = np.unravel_index(int(np.argmax(err)), err.shape) if err.ndim else ()
     idx_t = tuple(int(i) for i in idx)
@@ -304,8 +309,7 @@ def expect_prediction(received, true_value: float, *, rtol: float = 0.0, atol: f
         return np.all(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)) <= tolerance)
     if abs(got - float(true_value)) <= tolerance:
         return got
-    rec, exp = np.asarray(got), np.asarray(float(true_value))
-    hint = next((h for h in (f(rec, exp, close) for f in hints) if h), None)
+    hint = _first_hint(hints, np.asarray(got), np.asarray(float(true_value)), close)
     within = (f" (within {rtol:.0%})" if rtol and not atol else "")
     raise CheckFailure(f"{what}, {got:g}, is not what the run gives{within}.", hint=hint)
 
