@@ -10,6 +10,9 @@
 #      grader executes each of them to the end in a kernel of this environment);
 #   5. tests/test_widgets.py on Colab's ipywidgets (7.7.1; CI's main lane tests 8).
 # Usage: .ci/colab_lane.sh            (COLAB_VENV=dir reuses a venv built before, for local work)
+#        COLAB_VENV=dir .ci/colab_lane.sh --prepare
+#                                     builds step 1's venv in dir and stops (.ci/run does this
+#                                     while the tests run: it waits on the network, not the CPU)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
@@ -41,6 +44,11 @@ else
     || { grep -v "^WARNING: Location" "$tmp/pip.log" | tail -20; fail "cannot install the pins"; }
 fi
 vpy="$venv/bin/python"
+if [ "${1:-}" = "--prepare" ]; then
+  [ -n "${COLAB_VENV:-}" ] || fail "--prepare needs COLAB_VENV (where to build the venv)"
+  echo "colab lane: venv with Colab's pins prepared in $venv ($(( SECONDS - lane_start )) s)"
+  rm -rf "$tmp"; exit 0
+fi
 "$vpy" -m pip check >/dev/null || { "$vpy" -m pip check; fail "the pinned set is inconsistent"; }
 "$vpy" -c 'import jax, IPython, ipywidgets, sys; print(f"colab lane: Python {sys.version.split()[0]}, jax {jax.__version__}, IPython {IPython.__version__}, ipywidgets {ipywidgets.__version__}")' \
   || fail "the pinned venv does not import"

@@ -24,6 +24,9 @@ if [ ! -x "$nbvenv/bin/nbgrader" ]; then
   python3 -m venv "$nbvenv"
   "$nbvenv/bin/python" -m pip install --quiet --disable-pip-version-check nbgrader
 fi
+if [ "${1:-}" = "--prepare" ]; then   # LRNN_NBGRADER_VENV=dir .ci/nbgrader_lane.sh --prepare
+  echo "nbgrader lane: nbgrader prepared in $nbvenv ($(( SECONDS - start )) s)"; exit 0
+fi
 nbg() { PATH="$nbvenv/bin:$PATH" "$nbvenv/bin/nbgrader" "$@"; }   # it runs its own alembic
 prefix="$("$PY" -c 'import sys; print(sys.prefix)')"
 if [ ! -d "$prefix/share/jupyter/kernels/python3" ]; then

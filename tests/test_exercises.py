@@ -221,9 +221,9 @@ def test_exercise_notebook_reveals_no_solution(path):
 # The grader on the real notebooks
 # --------------------------------------------------------------------------------------
 
-# Every solution is graded with full marks in tests/test_precision.py (under emulated TF32
-# too) and the Colab lane; the distributed exercise notebooks, executed to the end with zero
-# marks, in tests/test_submissions.py.
+# Every chapter's model solution is graded with full marks in tests/test_submissions.py (under
+# emulated TF32) and in the Colab lane; the distributed exercise notebooks, executed to the end
+# with zero marks, in tests/test_submissions.py too.
 
 
 # --------------------------------------------------------------------------------------

@@ -5,8 +5,9 @@ On a CPU, ``LRNN_EMULATE_TF32=1`` / ``precision.tf32_emulated()`` round the oper
 float32 product that JAX's precision setting lets a GPU run in TF32, as an A100/L4/H100 would.
 Under it:
 
-* every official solution gets full marks from the grader (the variable reaches the sandboxed
-  kernel; the grader's own references run under the emulation too), with no hint at all;
+* every chapter's model solution, handed in as students hand it in, gets full marks from the
+  grader (the variable reaches the sandboxed kernel; the grader's own references run under
+  the emulation too): tests/test_submissions.py grades them so;
 * the self-check of every solution passes, in process, and fails as soon as the policy
   (``exact_matmuls`` around the checker) is taken away: the emulation catches a regression;
 * a planted precision-fragile exercise (a product forced to DEFAULT precision, compared at
@@ -110,7 +111,7 @@ def test_without_the_policy_the_emulation_fails_solutions_and_with_it_they_pass(
     precision in force): under TF32 emulation official solutions fail their self-checks, so
     a regression of the policy cannot go unnoticed. Put it back: the first of them passes.
     (Every solution passing under emulation, with both seeds and the hidden tests, is
-    test_every_solution_gets_full_marks_under_tf32_emulation.)"""
+    tests/test_submissions.py's graded run under emulation.)"""
     cases = graded_exercises()
     assert len(cases) >= 24
     failed = []
@@ -130,46 +131,9 @@ def test_without_the_policy_the_emulation_fails_solutions_and_with_it_they_pass(
 
 
 # --------------------------------------------------------------------------------------
-# The grader, with the sandboxed kernel and the grader's process under emulation
+# The grader, with the sandboxed kernel and the grader's process under emulation (every
+# chapter's model solution, graded this way: tests/test_submissions.py)
 # --------------------------------------------------------------------------------------
-
-def slim(path):
-    """A solution notebook cut to its import cells and its graded cells (the demonstrations
-    do not take part in grading, and take minutes)."""
-    nb = nbformat.read(path, as_version=4)
-    keep = []
-    for cell in nb.cells:
-        kind = ex.cell_kind(cell)
-        if kind or (cell.cell_type == "code" and "import " in cell.source):
-            keep.append(cell)
-    nb.cells = keep
-    return nb
-
-
-@pytest.fixture
-def emulated(monkeypatch):
-    monkeypatch.setenv(precision.EMULATE_ENV, "1")        # passed on to the kernels
-    with precision.tf32_emulated():                       # and in this, the grader's, process
-        yield
-
-
-@pytest.mark.slow
-@pytest.mark.notebook
-def test_every_solution_gets_full_marks_under_tf32_emulation(tmp_path, emulated):
-    subs = tmp_path / "subs"
-    subs.mkdir()
-    for path in SOLUTION_FILES:
-        nbformat.write(slim(path), subs / path.name)
-    rows = g.grade([subs], tmp_path / "gb.csv", feedback_dir=tmp_path / "fb", timeout=300,
-                   cell_timeout=120, workers=2, solutions=SOLUTIONS, log=lambda *a: None)
-    assert len(rows) == len(SOLUTION_FILES)
-    for row in rows:
-        assert row["status"] == "graded", row
-        assert float(row["total"]) == float(row["max_total"]) > 0, row
-    for md in (tmp_path / "fb").iterdir():
-        text = md.read_text(encoding="utf-8")
-        assert "hint:" not in text and ": failed" not in text, text
-
 
 PLANTED_TESTS = {
     # A function whose product runs at DEFAULT precision (TF32 on a GPU), compared at 1e-5.
