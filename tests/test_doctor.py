@@ -363,22 +363,36 @@ def test_the_doctor_checks_scans_against_the_tests_reference():
     assert not hasattr(doctor, "np_scan")
 
 
-def test_a_grader_error_names_its_reason_from_the_feedback(tmp_path):
-    """A solution not run to the end (a kernel that could not start, say): the doctor's line
-    names the reason the student's feedback gives, not only the status."""
+def test_a_grader_error_names_its_reason_from_the_gradebook_details(tmp_path, monkeypatch):
+    """A solution not run to the end (a kernel that could not start, say): the grader records
+    why in the ``fatal`` field of the gradebook's details file, and the doctor's line names
+    that reason, not only the status."""
+    from lrnn.course import grading as g
     from lrnn.course.doctor.solutions import _why_not_run
-    from lrnn.course.grading.gradebook import feedback_name
-    from lrnn.course.grading.score import display_key
-    nb = tmp_path / "01_linear_recurrence.ipynb"
-    (tmp_path / "feedback").mkdir()
-    (tmp_path / "feedback" / feedback_name(display_key(nb))).write_text(
-        "**Automatic score: 0 / 14 points**\n\n- The notebook could not be run to the end:\n\n"
-        "  ```text\n  the kernel could not start (died: ModuleNotFoundError: No module named "
-        "'traitlets')\n  ```\n", encoding="utf-8")
-    why = _why_not_run(tmp_path / "feedback", nb)
-    assert why == ("not run to the end: the kernel could not start (died: ModuleNotFoundError: "
-                   "No module named 'traitlets')")
-    assert _why_not_run(tmp_path / "feedback", tmp_path / "other.ipynb") is None
+    from lrnn.course.grading import gradebook, score
+    reason = ("the kernel could not start (died: ModuleNotFoundError: No module named "
+              "'traitlets')")
+
+    def no_kernel(steps, sol, sandbox, **kw):
+        return {"timed_out": False, "fatal": reason, "fatal_kind": "grader error",
+                "outcomes": {}}
+    monkeypatch.setattr(score, "run_submission", no_kernel)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    nb = subs / "01_linear_recurrence.ipynb"
+    nb.write_bytes((REPO / "solutions" / "01_linear_recurrence.ipynb").read_bytes())
+    out = tmp_path / "gradebook.csv"
+    (row,) = g.grade([subs], out, solutions=REPO / "solutions", sandbox="none",
+                     log=lambda *a: None)
+    assert row["status"] == "grader error" and float(row["total"]) == 0
+    details = gradebook.read_details(gradebook.details_path(out))
+    assert _why_not_run(details, nb) == f"not run to the end: {reason}"
+    assert _why_not_run(details, tmp_path / "other.ipynb") is None
+    monkeypatch.undo()
+    (row,) = g.grade([subs], out, solutions=REPO / "solutions", sandbox="none", force=True,
+                     log=lambda *a: None)
+    assert row["status"] == "graded"
+    assert _why_not_run(gradebook.read_details(gradebook.details_path(out)), nb) is None
 
 
 def test_the_commit_named_in_lrnn_commit_wins_over_a_stale_git_copy(tmp_path, monkeypatch):

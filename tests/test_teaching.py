@@ -426,17 +426,31 @@ def is_answer(cell):
 
 
 def prompts_without_answers(nb):
+    """Cells that ask a question and are not followed by its own answer: no collapsed answer
+    right after, two questions sharing one answer, or a new section started between the
+    question and its answer (the answer would then sit under the next section's heading)."""
     cells = nb.cells
-    return [i for i, c in enumerate(cells)
-            if c.cell_type == "markdown" and PROMPT.search(c.source)
-            and not (i + 1 < len(cells) and is_answer(cells[i + 1]))]
+    out = []
+    for i, c in enumerate(cells):
+        if c.cell_type != "markdown":
+            continue
+        prompts = list(PROMPT.finditer(c.source))
+        if not prompts:
+            continue
+        after = c.source[prompts[-1].end():]
+        if not (i + 1 < len(cells) and is_answer(cells[i + 1])) or len(prompts) > 1 \
+                or re.search(r"^#{1,6} ", after, re.M):
+            out.append(i)
+    return out
 
 
 def check_every_problem_and_think_prompt_is_followed_by_an_answer(path):
     nb = read(path)
     assert not prompts_without_answers(nb), (
         f"{path.name}: cells {prompts_without_answers(nb)} ask a question (Think! or Problems) "
-        "and are not followed by a collapsed answer cell (```{admonition} Answer / :class: dropdown)")
+        "and are not followed by a collapsed answer cell of its own (```{admonition} Answer / "
+        ":class: dropdown, right after the question: one question per cell, and the next "
+        "section's heading after the answer)")
 
 
 def test_every_problem_and_think_prompt_is_followed_by_an_answer():
@@ -451,3 +465,7 @@ def test_the_answer_check_can_fail():
     nb.cells[1] = nbformat.v4.new_markdown_cell(
         "```{admonition} Answer\n:class: dropdown\n\n" + "A specific answer. " * 8 + "\n```")
     assert prompts_without_answers(nb) == []
+    nb.cells[0].source = "**Think!** Why?\n\n## 6.4 The next section\n\nIts text."
+    assert prompts_without_answers(nb) == [0]         # the answer would sit under 6.4
+    nb.cells[0].source = "**Think!** Why?\n\n*Think:* And how?"
+    assert prompts_without_answers(nb) == [0]         # two questions, one answer

@@ -40,6 +40,11 @@ def grade_solutions(repo: Path, notebooks: list[Path], workdir: Path, *, timeout
                        f"exit code {proc.returncode}: {' | '.join(tail)[:400]}", seconds)]
     with open(out, newline="", encoding="utf-8") as f:
         rows = {str(Path(r.get("submission", "")).resolve()): r for r in csv.DictReader(f)}
+    from ..grading.gradebook import details_path, read_details
+    try:
+        details = read_details(details_path(out))
+    except Exception:  # noqa: BLE001 - the reason is extra; the verdict stands without it
+        details = {}
     results = []
     for nb in notebooks:
         row = rows.get(str(nb.resolve()))
@@ -58,7 +63,7 @@ def grade_solutions(repo: Path, notebooks: list[Path], workdir: Path, *, timeout
         detail = f"{total:g} / {best:g} points, status {row.get('status', '?')!r}"
         if missed:
             detail += f"; no points for {', '.join(missed)}"
-        why = None if row.get("status") == "graded" else _why_not_run(workdir / "feedback", nb)
+        why = None if row.get("status") == "graded" else _why_not_run(details, nb)
         if why:
             detail += f"; {why}"
         results.append(Result("grading", name, PASS if ok else FAIL, detail, seconds / len(notebooks),
@@ -66,22 +71,13 @@ def grade_solutions(repo: Path, notebooks: list[Path], workdir: Path, *, timeout
     return results
 
 
-def _why_not_run(feedback_dir: Path, nb: Path) -> str | None:
-    """The reason the student's feedback gives for a notebook not run to the end (a kernel that
-    could not start, say), so that the doctor's report names it."""
-    from ..grading.gradebook import feedback_name
+def _why_not_run(details: dict, nb: Path) -> str | None:
+    """Why the grader could not run a notebook to the end (a kernel that could not start, say),
+    from the ``fatal`` field of its record in the gradebook's details file, so that the
+    doctor's report names it."""
     from ..grading.score import display_key
-    try:
-        text = (feedback_dir / feedback_name(display_key(nb))).read_text(encoding="utf-8")
-    except OSError:
-        return None
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if "could not be run to the end" in line:
-            reason = next((x.strip() for x in lines[i + 1:] if x.strip() and
-                           not x.strip().startswith("```")), "")
-            return f"not run to the end: {reason[:300]}" if reason else None
-    return None
+    fatal = (details.get(display_key(nb)) or {}).get("fatal")
+    return f"not run to the end: {str(fatal).strip()[:300]}" if fatal else None
 
 
 def _is_zero(v):

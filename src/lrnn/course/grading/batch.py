@@ -35,7 +35,8 @@ already "graded" with the same content unless ``--force``, and retries every oth
 
 Beside the gradebook, ``<name>.details.json`` records per submission what the report needs as
 data (per exercise: points, score, status, the check's hint, review evidence; the time the
-submission took) and the row as the grader wrote it. A number a person entered where the
+submission took; ``fatal``, why the notebook could not be run to the end, if it could not) and
+the row as the grader wrote it. A number a person entered where the
 grader wrote ``manual`` (an open question) is a hand grade: a regrade keeps it and adds it to
 the total. A change a person made to an automatic score makes ``--force`` refuse, naming the
 cells, before it grades anything. Before a regrade replaces rows, the gradebook and the

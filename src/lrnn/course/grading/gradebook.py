@@ -154,7 +154,8 @@ def mistake_of(entry: dict) -> str:
 def details_record(res: dict, seconds: float) -> dict:
     """What the report and a regrade need of one graded submission (``grade_submission``'s
     result): per exercise its points, score, status, hint and review evidence; the row as
-    written; the time it took."""
+    written; the time it took; and ``fatal``, why the notebook could not be run to the end
+    (a kernel that could not start, say), or None."""
     import datetime
     row = res["row"]
     exercises = []
@@ -175,6 +176,7 @@ def details_record(res: dict, seconds: float) -> dict:
                 timespec="seconds"),
             "written": {k: _fmt(v) if isinstance(v, (int, float)) else v
                         for k, v in row.items()},
+            "fatal": res.get("fatal"),
             "exercises": exercises}
 
 

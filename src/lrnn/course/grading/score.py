@@ -220,6 +220,7 @@ def grade_submission(path, solutions: dict, *, sandbox, timeout=DEFAULT_TIMEOUT,
         row[f"ex{e['exercise']}"] = e["score"]
     row["max_total"] = sum(e["points"] for e in auto)
     row["total"] = min(sum(e["score"] for e in auto), row["max_total"])
-    return {"row": row, "results": results,
+    fatal = run.get("fatal") if run is not None else None
+    return {"row": row, "results": results, "fatal": str(fatal)[:2000] if fatal else None,
             "feedback": _feedback(key, sol, results, None, notes)}
 
