@@ -34,6 +34,9 @@ if [ -z "$python" ]; then
   echo "colab lane: NOTE no Python 3.13 here (Colab runs 3.13); using $python ($("$python" -V 2>&1))"
 fi
 
+if [ "${1:-}" = "--prepare" ] && [ -z "${COLAB_VENV:-}" ]; then
+  fail "--prepare needs COLAB_VENV (where to build the venv)"
+fi
 venv="${COLAB_VENV:-$tmp/venv}"
 if [ -x "$venv/bin/python" ]; then
   echo "colab lane: reusing $venv (lrnn, if a former run installed it, is removed)"
@@ -45,7 +48,6 @@ else
 fi
 vpy="$venv/bin/python"
 if [ "${1:-}" = "--prepare" ]; then
-  [ -n "${COLAB_VENV:-}" ] || fail "--prepare needs COLAB_VENV (where to build the venv)"
   echo "colab lane: venv with Colab's pins prepared in $venv ($(( SECONDS - lane_start )) s)"
   rm -rf "$tmp"; exit 0
 fi

@@ -146,14 +146,11 @@ def graded(tmp_path_factory):
                 expected[(entry, path.name)] = (chapter, name, points)
     timing = {}
     start = time.monotonic()
-    tf32 = base / "tf32"
-    tf32.mkdir()
-    for path, _ in files["lrnn grade, TF32"]:
-        shutil.copy(path, tf32 / path.name)
-    with pytest.MonkeyPatch.context() as m:
+    with pytest.MonkeyPatch.context() as m:                # each case has a folder of its own
         m.setenv(precision.EMULATE_ENV, "1")              # passed on to the kernels
         with precision.tf32_emulated():                   # and in the grader's process
-            got = {("lrnn grade, TF32", k): v for k, v in _lrnn_grade(tf32, base, kind).items()}
+            got = {("lrnn grade, TF32", k): v
+                   for k, v in _lrnn_grade(base / "solution", base, kind).items()}
     assert not precision.emulating()
     timing["lrnn grade, TF32"] = time.monotonic() - start
     gradescope._grader()                                  # loaded once, before the threads
