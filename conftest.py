@@ -1,11 +1,12 @@
 """The test tiers (README, "Run the tests").
 
-* ``python -m pytest``: everything, the notebooks of book/ executed by nbval in lax mode
+* ``python -m pytest``: every test in tests/, the exercise notebooks (blank, and completed with
+  the model solutions) executed by the grader (tests/test_submissions.py) included.
+  ``python -m pytest book`` (or ``solutions``) executes those notebooks under nbval in lax mode
   (every cell must run; cells tagged ``nbval-check-output`` must reproduce their output after
-  tests/nbval_sanitize.cfg), and the exercise notebooks, blank and completed with the model
-  solutions, executed by the grader (tests/test_submissions.py). ``python -m pytest solutions``
-  runs the solution notebooks under nbval as well. nbval's options are set here rather than in
-  pyproject's ``addopts`` so that ``-p no:nbval`` works too.
+  tests/nbval_sanitize.cfg); CI does this for the book in its Colab lane, in Colab's package
+  set. nbval's options are set here rather than in pyproject's ``addopts`` so that
+  ``-p no:nbval`` works too.
 * ``python -m pytest -m "not slow"``: the developers' tier. Every notebook cell nbval collects is
   marked ``notebook`` and ``slow`` here, so the tier executes no notebook.
 

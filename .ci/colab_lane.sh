@@ -5,10 +5,17 @@
 #      with the pinned packages only;
 #   2. chapter 1's own setup cell, run in a kernel with LRNN_INSTALL_SOURCE pointed at this
 #      checkout; `pip freeze` of every preinstalled package must be unchanged afterwards;
-#   3. every chapter (book/*.ipynb) executed in that kernel;
-#   4. the solutions graded there (`python -m lrnn grade`, bubblewrap sandbox): full marks (the
-#      grader executes each of them to the end in a kernel of this environment);
-#   5. tests/test_widgets.py on Colab's ipywidgets (7.7.1; CI's main lane tests 8).
+#   3. at once, as two cores allow:
+#      - every chapter (book/*.ipynb) under nbval in that environment: every cell must run, and
+#        the cells tagged nbval-check-output must reproduce their committed output (the book is
+#        executed here, where students run it, and not a second time in the main lane:
+#        `python -m pytest book` runs it in any other environment);
+#      - the solutions graded there (`python -m lrnn grade`, bubblewrap sandbox): full marks
+#        (the grader executes each of them to the end in a kernel of this environment);
+#   4. tests/test_widgets.py on Colab's ipywidgets (7.7.1; CI's main lane tests 8).
+# pytest comes with Colab; nbval and coverage (its one requirement that Colab lacks) are
+# installed beside the venv, in $venv/test-tools, on the test runner's path (its kernels inherit
+# it): neither is a package the course imports or Colab has, so the course runs on Colab's.
 # Usage: .ci/colab_lane.sh            (COLAB_VENV=dir reuses a venv built before, for local work)
 #        COLAB_VENV=dir .ci/colab_lane.sh --prepare
 #                                     builds step 1's venv in dir and stops (.ci/run does this
@@ -47,6 +54,12 @@ else
     || { grep -v "^WARNING: Location" "$tmp/pip.log" | tail -20; fail "cannot install the pins"; }
 fi
 vpy="$venv/bin/python"
+tools="$venv/test-tools"
+if [ ! -d "$tools/nbval" ]; then
+  "$vpy" -m pip install --quiet --no-deps --target "$tools" "nbval==0.11.0" "coverage==7.17.5" \
+    >"$tmp/pip-tools.log" 2>&1 \
+    || { grep -v "^WARNING: Location" "$tmp/pip-tools.log" | tail -20; fail "cannot install nbval"; }
+fi
 if [ "${1:-}" = "--prepare" ]; then
   echo "colab lane: venv with Colab's pins prepared in $venv ($(( SECONDS - lane_start )) s)"
   rm -rf "$tmp"; exit 0
@@ -55,7 +68,7 @@ fi
 "$vpy" -c 'import jax, IPython, ipywidgets, sys; print(f"colab lane: Python {sys.version.split()[0]}, jax {jax.__version__}, IPython {IPython.__version__}, ipywidgets {ipywidgets.__version__}")' \
   || fail "the pinned venv does not import"
 "$vpy" -m pip show lrnn >/dev/null 2>&1 && fail "lrnn is already installed in $venv: the setup cell must install it"
-step "1/5 venv with Colab's pins"
+step "1/4 venv with Colab's pins"
 
 export JAX_PLATFORMS=cpu
 # ipykernel 6.17 on Python 3.13 prints a debugger note on every kernel start: not the course's.
@@ -91,39 +104,26 @@ if [ -n "$changed" ]; then
   fail "the setup cell changed Colab's packages"
 fi
 echo "colab lane: $(wc -l <"$tmp/freeze-before.txt") preinstalled packages unchanged"
-step "2/5 setup cell as a student runs it"
+step "2/4 setup cell as a student runs it"
 
-# Two notebooks at a time (CI has two cores), each in its own process and kernel.
-cat >"$tmp/run_one.py" <<'EOF'
-import re, sys, time, nbformat
-from pathlib import Path
-from nbclient import NotebookClient
-tmp, p = Path(sys.argv[1]), Path(sys.argv[2])
-nb = nbformat.read(p, as_version=4)
-t = time.perf_counter()
-failure = None
-try:
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(p.parent.resolve())}}).execute()
-except Exception as e:
-    failure = f"{p}: {type(e).__name__}: {str(e)[-600:]}"
-nbformat.write(nb, tmp / f"{p.parent.name}-{p.name}")
-warned = sorted({m.group(0)[:90] for c in nb.cells for o in c.get("outputs", [])
-                 if o.get("name") == "stderr"
-                 for m in re.finditer(r"\w*Warning\b.*", o.get("text", ""))})
-note = f" (warnings shown to a student: {'; '.join(warned)[:200]})" if warned else ""
-print(f"  {'FAIL' if failure else 'ok  '} {p} {time.perf_counter() - t:.1f} s{note}", flush=True)
-if failure:
-    print(failure, file=sys.stderr)
-sys.exit(1 if failure else 0)
-EOF
-# The largest files first (chapter 7 is the longest to run), so that both processes end together.
-ls -S book/*.ipynb | xargs -P 2 -n 1 "$vpy" "$tmp/run_one.py" "$tmp" \
-  || fail "a notebook failed in Colab's package set"
-step "3/5 every chapter executed"
-
-"$vpy" -m lrnn grade solutions/ --out "$tmp/gradebook.csv" --sandbox bwrap \
-  --feedback-dir "$tmp/feedback" >"$tmp/grade.log" 2>&1 || { tail -30 "$tmp/grade.log"; fail "grading failed"; }
+# Three jobs at once on CI's two cores: chapter 7 (the longest to run), the other chapters, and
+# the grading of the solutions; each waits on its own kernels, so together they keep both busy.
+nbval() {   # nbval LOG NOTEBOOK...
+  local log="$1"; shift
+  PYTHONPATH="$tools" "$vpy" -m pytest -q -p no:cacheprovider -o addopts="" "$@" >"$log" 2>&1
+}
+nbval "$tmp/book-07.log" book/07_*.ipynb & long=$!
+# shellcheck disable=SC2046
+nbval "$tmp/book-rest.log" $(ls book/*.ipynb | grep -v '^book/07_') & rest=$!
+"$vpy" -m lrnn grade solutions/ --out "$tmp/gradebook.csv" --sandbox bwrap --workers 1 \
+  --feedback-dir "$tmp/feedback" >"$tmp/grade.log" 2>&1 & grade=$!
+book=0
+for job in "$long:$tmp/book-07.log" "$rest:$tmp/book-rest.log"; do
+  if wait "${job%%:*}"; then tail -1 "${job#*:}"; else tail -60 "${job#*:}"; book=1; fi
+done
+graded=0; wait "$grade" || { tail -30 "$tmp/grade.log"; graded=1; }
+[ "$book" -eq 0 ] || fail "a chapter failed under nbval in Colab's package set"
+[ "$graded" -eq 0 ] || fail "grading failed"
 "$vpy" - "$tmp/gradebook.csv" solutions/*.ipynb <<'EOF' || fail "the solutions did not get full marks"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1], newline="", encoding="utf-8")))
@@ -134,10 +134,10 @@ if len(rows) != len(sys.argv) - 2:
     sys.exit(f"{len(rows)} rows in the gradebook for {len(sys.argv) - 2} solutions")
 sys.exit(1 if short else 0)
 EOF
-step "4/5 solutions graded"
+step "3/4 every chapter under nbval, and the solutions graded"
 
 "$vpy" -m pytest -q -p no:cacheprovider -o addopts="" tests/test_widgets.py 2>&1 | tail -3
 [ "${PIPESTATUS[0]}" -eq 0 ] || fail "tests/test_widgets.py failed on Colab's ipywidgets"
-step "5/5 widget tests on Colab's ipywidgets"
+step "4/4 widget tests on Colab's ipywidgets"
 echo "COLAB LANE: PASS ($(( SECONDS - lane_start )) s; Python $("$vpy" -c 'import sys; print(sys.version.split()[0])'), pins of $(sed -n 's/^# source: .*date //p' .ci/colab-pins.txt))"
 rm -rf "$tmp"

@@ -81,7 +81,7 @@ def check_exercise_notebook_is_built_from_its_solution(path):
     """The committed exercise notebook is what ``lrnn exercises build`` makes of its solution:
     every demo cell that would raise on an unfinished exercise is wrapped, and no cell is
     tagged ``raises-exception``. That it then runs to the end is checked where it is executed:
-    by nbval in the full suite."""
+    by the grader, in tests/test_submissions.py."""
     sol = read(path)
     built = ex.build_notebook(sol, path.name)
     demos = [c for c in sol.cells if "exercise-raises" in c.metadata.get("tags", [])]
