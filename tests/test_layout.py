@@ -328,3 +328,43 @@ def test_the_rule_catches_a_private_reach(tmp_path, line):
     fake = tmp_path / "bench.py"
     fake.write_text(line + "\n")
     assert private_reaches(fake, "lrnn.course.bench")
+
+
+# ---------------------------------------------------------------------------------------------
+# Function length: a function of more than LONG lines says in its docstring why it is one
+# function ("Long because ..."). The kernel's two files are exempt: their source is the kernel's
+# fingerprint, which a stored GPU run is trusted for (lrnn/scan/TUNING.md), so an edit there
+# waits for a GPU that can measure it again.
+# ---------------------------------------------------------------------------------------------
+
+LONG = 80
+FINGERPRINTED = {"scan/pallas.py", "scan/pallas_triton.py"}
+
+
+def long_functions_without_a_reason(path: pathlib.Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [f"{node.name} ({node.end_lineno - node.lineno + 1} lines, line {node.lineno})"
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > LONG
+            and "Long because" not in (ast.get_docstring(node) or "")]
+
+
+def check_long_functions_say_why(path):
+    found = long_functions_without_a_reason(path)
+    assert not found, f"over {LONG} lines with no 'Long because' in the docstring: {found}"
+
+
+def test_a_long_function_says_why_it_is_one_function():
+    sources = [p for p in SOURCES if str(p.relative_to(SRC)) not in FINGERPRINTED]
+    assert_every(sources, check_long_functions_say_why, name=lambda p: str(p.relative_to(SRC)))
+
+
+def test_the_length_rule_catches_a_long_function(tmp_path):
+    body = "\n".join(f"    x{i} = {i}" for i in range(LONG))
+    fake = tmp_path / "long.py"
+    fake.write_text(f'def short():\n    return 1\n\n\ndef long():\n    """Does much."""\n{body}\n')
+    assert [f.split()[0] for f in long_functions_without_a_reason(fake)] == ["long"]
+    fake.write_text(fake.read_text().replace('"""Does much."""',
+                                             '"""Does much.\n\n    Long because it must."""'))
+    assert long_functions_without_a_reason(fake) == []

@@ -535,7 +535,10 @@ def build(solutions="solutions", exercises="exercises", *, check: bool = False,
 
     Every notebook to be replaced is checked first: one with edits, or one the build did not
     generate, stops the build (exit 2, nothing written) unless ``force``, which keeps a copy
-    ``<name>.backup-<UTC time>`` of each before replacing it."""
+    ``<name>.backup-<UTC time>`` of each before replacing it.
+
+    Long because it checks every notebook it would replace before it writes any of them, so a
+    refused build leaves nothing half written."""
     out = sys.stdout if out is None else out
     for name, value in (("check", check), ("force", force)):
         if not isinstance(value, bool):

@@ -187,7 +187,11 @@ def grade(paths, out, *, force=False, timeout=DEFAULT_TIMEOUT, cell_timeout=DEFA
 
     ``sandbox``: "auto" (bubblewrap if it works here, else none with a warning), "bwrap" or
     "none", or a :class:`lrnn.course.grading.sandbox.Sandbox`. Raises :class:`GradeError` on a bad
-    argument, before grading anything."""
+    argument, before grading anything.
+
+    Long because its order is the guarantee: every argument and destination is checked before
+    anything is written, and the gradebook lock is held from reading the old rows to writing the
+    last one, each submission's row, details and feedback written together under it."""
     from . import sandbox as sb
     _check_positive("--timeout", timeout)
     _check_positive("--cell-timeout", cell_timeout)

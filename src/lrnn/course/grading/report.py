@@ -254,6 +254,10 @@ STYLE = ("body{font-family:sans-serif;max-width:72em;margin:auto;padding:0 1em}"
 
 
 def page(rows, details, who, why, people, feedback_dir) -> str:
+    """The report's HTML page, written in page order, section after section.
+
+    Long because it is that one page: every section reads the same rows, details and credits,
+    and pieces would only pass the page being written and those tables around."""
     title = _titles()
     e = html.escape
     out = io.StringIO()

@@ -80,7 +80,11 @@ def run_submission(steps, sol, sandbox, *, files: dict, timeout: float, cell_tim
     """Run the steps; returns {"outcomes": {step: outcome}, "timed_out", "restarts",
     "fatal", "kernel_s", "flags": [(cell, what)] for a person to look at, "structural": the
     grade ids of the tests that forbid or count calls}. Every wait is bounded by ``timeout`` (plus a few seconds of grace
-    to kill the sandbox)."""
+    to kill the sandbox).
+
+    Long because restarting is its loop: a kernel that dies is started again and the steps run
+    without the culprit, and every branch shares that state (outcomes, culprits, restarts, the
+    deadline)."""
     from .remote import HIDDEN_MESSAGE, CallTimeout, Kernel, KernelLost
     from .review import flags
     course = sol["course_cells"] if sol else set()

@@ -120,7 +120,11 @@ def grade_submission(path, solutions: dict, *, sandbox, timeout=DEFAULT_TIMEOUT,
                      private=(), assignment=None) -> dict:
     """Grade one notebook. Returns {"row": {...}, "feedback": markdown, "results": [...]}.
     The assignment is ``assignment``, else the chapter the file name names; only a file
-    whose name names none is matched by its cells' grade ids."""
+    whose name names none is matched by its cells' grade ids.
+
+    Long because it is the whole verdict on one notebook: the status and every exercise's score
+    are decided from the same run (time-outs, a lost kernel, a fatal reason, review flags), and
+    each rule can only lower the status another rule set."""
     path = Path(path)
     key = display_key(path)
     nb, problem, digest, meta_problems = _read_submission(path, timeout)
