@@ -217,6 +217,81 @@ def ks_p_of_gap(gap):
     return float(stats.kstwo.sf(gap, ks_n()))
 
 
+# --- Chapter 6: the stored H100 runs, the probe, the peers and the H200 run ---------------------
+# The copy rate each figure is a share of is named where it is used: the probe's and the
+# previous kernel's shares are of JAX's copy on that H100 (the probe's first row), the peers'
+# of PyTorch's copy (their file's "copy" row), the H200 run's of its own copy.
+
+GPU = "book/06_gpu_scans.ipynb"
+SOL6 = "solutions/06_gpu_scans.ipynb"
+
+
+@functools.cache
+def book_data(name):
+    import json
+    return json.loads((ROOT / "book" / "data" / name).read_text(encoding="utf-8"))
+
+
+def jax_copy_Bps():
+    return book_data("bench_scan_h100_probe.json")["rows"][0]["GBps"] * 1e9
+
+
+def torch_copy_Bps():
+    return next(r["GBps"] for r in book_data("bench_scan_h100_peers.json")["rows"]
+                if r["what"] == "copy") * 1e9
+
+
+def probe_row(shape, U):
+    return next(r for r in book_data("bench_scan_h100_probe.json")["rows"]
+                if r.get("what") == "c64-ti" and r.get("shape") == list(shape)
+                and r.get("U") == U and r.get("bn") == 32)
+
+
+def step_latency_s():
+    """The probe's U = 1 time at (64, 4096, 256) per dependent step."""
+    return probe_row((64, 4096, 256), 1)["ms"] / 1e3 / 4096
+
+
+def in_flight_bytes():
+    return jax_copy_Bps() * step_latency_s()
+
+
+def above_jax_floor(label):
+    """Forward time over the 16-byte floor at JAX's copy, per shape of the stored H100 run."""
+    return [r["fwd_s"] / (16 * math.prod(r["shape"]) / jax_copy_Bps())
+            for r in book_data("bench_scan_h100_649d3fa.json")["results"] if r["label"] == label]
+
+
+def previous_kernel_s(shape):
+    return next(r["fwd_s"] for r in book_data("bench_scan_h100_649d3fa.json")["results"]
+                if r["label"] == "pallas" and r["shape"] == list(shape))
+
+
+def rows_in_flight_of_the_previous_kernel():
+    """The latency of one dependent step over the previous kernel's time per row at
+    (1, 65 536, 64), rounded as the prose rounds it."""
+    return round(step_latency_s() / (previous_kernel_s((1, 65536, 64)) / 65536))
+
+
+def single_pass_peer_of_torch_copy():
+    """accelerated-scan (Triton) on float32 with a(t), 12 bytes per element, as a share of
+    PyTorch's copy, at the three shapes of the peers' table."""
+    peers = book_data("bench_scan_h100_peers.json")
+    shapes = peers["readme_rows"]["shapes"]
+    return [12 * math.prod(r["shape"]) / torch_copy_Bps() / (r["fwd_best_ms"] / 1e3)
+            for r in peers["rows"] if r.get("peer") == "accelerated-scan triton (scalar)"
+            and r.get("shape") in shapes]
+
+
+def h200_kernel_share(shape):
+    return next(r["fwd_copy_fraction"] for r in book_data("bench_scan_gpu.json")["results"]
+                if r["shape"] == list(shape) and r["label"].startswith("pallas kernel"))
+
+
+def percent(fraction):
+    return 100 * fraction
+
+
 RULES = [
     # Chapter 5: the cost of m reflections against a dense product
     Rule(HH, "stops being cheaper", r"\$2n\^2 - n = (\d+)\$", lambda: dense_flops(hh_n())),
@@ -287,6 +362,69 @@ RULES = [
          lambda: stream()[1]),
     Rule("solutions/08_capstone.ipynb", "less regular growth", r"only to (\d\.\d+)",
          lambda: stream()[-1]),
+    # Chapter 6: the floor, Little's law and the measured kernels
+    Rule(GPU, "The points on a copy line", r"Triton scan \((\d+)–\d+% of copy",
+         lambda: percent(min(single_pass_peer_of_torch_copy()))),
+    Rule(GPU, "The points on a copy line", r"Triton scan \(\d+–(\d+)% of copy",
+         lambda: percent(max(single_pass_peer_of_torch_copy()))),
+    Rule(GPU, "The points on a copy line", r"at 16 384 lanes \((\d+)%\)",
+         lambda: percent(probe_row((64, 4096, 256), 16)["copy_frac"])),
+    Rule(GPU, "Little's law** says", r"took (\d\.\d+) ms for 4096 steps",
+         lambda: probe_row((64, 4096, 256), 1)["ms"]),
+    Rule(GPU, "Little's law** says", r"\*\*(0\.\d+) µs\s+per step",
+         lambda: step_latency_s() * 1e6),
+    Rule(GPU, "saturates near", r"saturates near (\d+) %",
+         lambda: percent(probe_row((64, 4096, 256), 16)["copy_frac"])),
+    Rule(GPU, "Little's law with the one latency", r"\$(\d\.\d+)\$ TB/s × 0\.53",
+         lambda: jax_copy_Bps() / 1e12),
+    Rule(GPU, "Little's law with the one latency", r"≈ (\d\.\d+) MB must be in flight",
+         lambda: in_flight_bytes() / 1e6),
+    Rule(GPU, "Little's law with the one latency", r"need about ([\d ]+) rows in flight",
+         lambda: round(in_flight_bytes() / (64 * 16), -2)),
+    Rule(GPU, "Little's law with the one latency", r"some ([\d ]+) float32 registers",
+         lambda: round(2 * in_flight_bytes() / (64 * 16), -2)),
+    Rule(GPU, "Little's law with the one latency", r"4 096 lanes need about (\d+) rows",
+         lambda: in_flight_bytes() / (4096 * 16)),
+    Rule(GPU, "Little's law with the one latency", r"would take (\d+) ms at",
+         lambda: step_latency_s() * 65536 * 1e3),
+    Rule(GPU, "Little's law with the one latency", r"the previous kernel took (\d\.\d+) ms",
+         lambda: previous_kernel_s((1, 65536, 64)) * 1e3),
+    Rule(GPU, "Little's law with the one latency", r"ms, (\d+) ns per row",
+         lambda: previous_kernel_s((1, 65536, 64)) / 65536 * 1e9),
+    Rule(GPU, "Little's law with the one latency", r"≈ (\d+) rows must have been",
+         rows_in_flight_of_the_previous_kernel),
+    Rule(GPU, "Little's law with the one latency", r"about 1/(\d+) of the",
+         lambda: in_flight_bytes() / (rows_in_flight_of_the_previous_kernel() * 64 * 16)),
+    Rule(GPU, "Little's law with the one latency", r"ran (\d+)× above its floor",
+         lambda: max(above_jax_floor("pallas"))),
+    Rule(GPU, "## Summary", r"associative scan sat (\d\.\d+)–",
+         lambda: min(above_jax_floor("associative"))),
+    Rule(GPU, "## Summary", r"associative scan sat \d\.\d+–(\d\.\d+)×",
+         lambda: max(above_jax_floor("associative"))),
+    Rule(GPU, "## Summary", r"previous `pallas` kernel\s+(\d+)–",
+         lambda: min(above_jax_floor("pallas"))),
+    Rule(GPU, "## Summary", r"\((\d+)× at \$\(1, 65",
+         lambda: max(above_jax_floor("pallas"))),
+    Rule(GPU, "## Summary", r"reached\s+(\d+) % of copy on an H200",
+         lambda: percent(h200_kernel_share((64, 4096, 256)))),
+    Rule(GPU, "The predictions were optimistic", r"optimistic: (\d+) % of copy",
+         lambda: percent(h200_kernel_share((64, 4096, 256)))),
+    # Chapter 6's exercises: the same measurements in Exercise 6.5 and its model answer
+    Rule(SOL6, "Why the wider scan won", r"took (0\.\d+) ms; the previous",
+         lambda: min(r["fwd_s"] for r in book_data("bench_scan_h100_649d3fa.json")["results"]
+                     if r["label"] == "associative" and r["shape"] == [1, 65536, 64]) * 1e3),
+    Rule(SOL6, "Why the wider scan won", r"about (\d+)× its floor",
+         lambda: max(above_jax_floor("pallas"))),
+    Rule(SOL6, "hence\n76× the floor", r"≈\s+(\d\.\d+) MB in flight",
+         lambda: in_flight_bytes() / 1e6),
+    Rule(SOL6, "hence\n76× the floor", r"≈ (\d+) rows must have",
+         rows_in_flight_of_the_previous_kernel),
+    Rule(SOL6, "hence\n76× the floor", r"about 1/(\d+) of the",
+         lambda: in_flight_bytes() / (rows_in_flight_of_the_previous_kernel() * 64 * 16)),
+    Rule(SOL6, "hence\n76× the floor", r"hence\s+(\d+)× the floor",
+         lambda: max(above_jax_floor("pallas"))),
+    Rule(SOL6, "hence\n76× the floor", r"extra passes \((\d\.\d+)× the floor\)",
+         lambda: max(above_jax_floor("associative"))),
     # Chapter 2: what the KS test's p-value says
     Rule(LRU, "The p-value is the probability", r"key gives\s+\$p = (0\.\d+)\$", ks_p),
     Rule(LRU, "The p-value is the probability", r"at the (\d+)% level would reject",
