@@ -273,6 +273,17 @@ def rows_in_flight_of_the_previous_kernel():
     return round(step_latency_s() / (previous_kernel_s((1, 65536, 64)) / 65536))
 
 
+def previous_kernel_above_floor():
+    """The previous kernel's worst distance above JAX's copy floor: (1, 65 536, 64)."""
+    return max(above_jax_floor("pallas"))
+
+
+def share_of_the_bytes_needed():
+    """How many times the previous kernel's rows in flight (64 lanes of 16 bytes each) go into
+    the bytes Little's law needs in flight."""
+    return in_flight_bytes() / (rows_in_flight_of_the_previous_kernel() * 64 * 16)
+
+
 def single_pass_peer_of_torch_copy():
     """accelerated-scan (Triton) on float32 with a(t), 12 bytes per element, as a share of
     PyTorch's copy, at the three shapes of the peers' table."""
@@ -394,9 +405,9 @@ RULES = [
     Rule(GPU, "Little's law with the one latency", r"≈ (\d+) rows must have been",
          rows_in_flight_of_the_previous_kernel),
     Rule(GPU, "Little's law with the one latency", r"about 1/(\d+) of the",
-         lambda: in_flight_bytes() / (rows_in_flight_of_the_previous_kernel() * 64 * 16)),
+         share_of_the_bytes_needed),
     Rule(GPU, "Little's law with the one latency", r"ran (\d+)× above its floor",
-         lambda: max(above_jax_floor("pallas"))),
+         previous_kernel_above_floor),
     Rule(GPU, "## Summary", r"associative scan sat (\d\.\d+)–",
          lambda: min(above_jax_floor("associative"))),
     Rule(GPU, "## Summary", r"associative scan sat \d\.\d+–(\d\.\d+)×",
@@ -404,7 +415,7 @@ RULES = [
     Rule(GPU, "## Summary", r"previous `pallas` kernel\s+(\d+)–",
          lambda: min(above_jax_floor("pallas"))),
     Rule(GPU, "## Summary", r"\((\d+)× at \$\(1, 65",
-         lambda: max(above_jax_floor("pallas"))),
+         previous_kernel_above_floor),
     Rule(GPU, "## Summary", r"reached\s+(\d+) % of copy on an H200",
          lambda: percent(h200_kernel_share((64, 4096, 256)))),
     Rule(GPU, "The predictions were optimistic", r"optimistic: (\d+) % of copy",
@@ -414,15 +425,15 @@ RULES = [
          lambda: min(r["fwd_s"] for r in book_data("bench_scan_h100_649d3fa.json")["results"]
                      if r["label"] == "associative" and r["shape"] == [1, 65536, 64]) * 1e3),
     Rule(SOL6, "Why the wider scan won", r"about (\d+)× its floor",
-         lambda: max(above_jax_floor("pallas"))),
+         previous_kernel_above_floor),
     Rule(SOL6, "hence\n76× the floor", r"≈\s+(\d\.\d+) MB in flight",
          lambda: in_flight_bytes() / 1e6),
     Rule(SOL6, "hence\n76× the floor", r"≈ (\d+) rows must have",
          rows_in_flight_of_the_previous_kernel),
     Rule(SOL6, "hence\n76× the floor", r"about 1/(\d+) of the",
-         lambda: in_flight_bytes() / (rows_in_flight_of_the_previous_kernel() * 64 * 16)),
+         share_of_the_bytes_needed),
     Rule(SOL6, "hence\n76× the floor", r"hence\s+(\d+)× the floor",
-         lambda: max(above_jax_floor("pallas"))),
+         previous_kernel_above_floor),
     Rule(SOL6, "hence\n76× the floor", r"extra passes \((\d\.\d+)× the floor\)",
          lambda: max(above_jax_floor("associative"))),
     # Chapter 2: what the KS test's p-value says
