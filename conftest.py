@@ -18,9 +18,15 @@ fails on time (the standards keep timings out of pass/fail): it lists such tests
 summary, so that the next quick-tier run is not the first to see them. ``LRNN_UNMARKED_LIMIT_SCALE`` multiplies both (a slow CPU may need 2). The
 terminal summary gives the CPU and wall time of the unmarked tests together, and
 ``LRNN_TEST_COSTS=FILE`` writes every test's ``nodeid, cpu s, wall s, slow`` there (tab
-separated), to see where a run's time goes. The quick tier keeps JAX's compilation cache in
-``.pytest_cache/jax-compilation`` (:data:`JAX_CACHE`), so that its second run is much quicker
-than its first; the full run, which CI makes on a clean clone, compiles afresh.
+separated), to see where a run's time goes.
+
+JAX's compilation cache on disk: the quick tier keeps it in ``.pytest_cache/jax-compilation``
+(:data:`JAX_CACHE`), so that its second run is much quicker than its first. The full run, which
+CI makes on a clean clone, compiles afresh but only once per program: its test processes share
+a cache in a new temporary folder, removed when the run ends (a program compiled by one test is
+read back by the next test, or the other process, that compiles it). A program read from the
+cache is the one XLA compiled, so no result changes; subprocesses and notebook kernels keep
+their own compilation.
 """
 import os
 import resource
@@ -44,21 +50,38 @@ UNMARKED_LIMIT_WALL_S = 120.0
 #: folder, or ``off``). Most of a library test's time is compiling; a second quick-tier run loads
 #: what the first compiled (tests/test_lru.py: 33 s cold, 12 s warm on a 2-core CPU).
 JAX_CACHE = ROOT / ".pytest_cache" / "jax-compilation"
+#: Set by the process that starts a full run to the folder of its own cache, which the
+#: pytest-xdist workers it starts inherit.
+RUN_CACHE_ENV = "LRNN_TEST_RUN_JAX_CACHE"
+_RUN_CACHE_OWNED: list[str] = []
 
 
-def _use_compilation_cache():
-    choice = os.environ.get("LRNN_TEST_JAX_CACHE", "")
-    if choice.lower() == "off" or os.environ.get("JAX_COMPILATION_CACHE_DIR"):
-        return
+def _use_compilation_cache(folder: str):
     import jax
-    jax.config.update("jax_compilation_cache_dir", choice or str(JAX_CACHE))
+    jax.config.update("jax_compilation_cache_dir", folder)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
+def compilation_cache_folder(quick: bool) -> str | None:
+    """The folder of JAX's compilation cache for this run, or None (``LRNN_TEST_JAX_CACHE=off``,
+    or a ``JAX_COMPILATION_CACHE_DIR`` of the user's, which JAX then uses as it is)."""
+    choice = os.environ.get("LRNN_TEST_JAX_CACHE", "")
+    if choice.lower() == "off" or os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return None
+    if quick:
+        return choice or str(JAX_CACHE)
+    if not os.environ.get(RUN_CACHE_ENV):
+        import tempfile
+        os.environ[RUN_CACHE_ENV] = tempfile.mkdtemp(prefix="lrnn-test-jax-cache-")
+        _RUN_CACHE_OWNED.append(os.environ[RUN_CACHE_ENV])
+    return os.environ[RUN_CACHE_ENV]
+
+
 def pytest_configure(config):
-    if quick_tier(config):
-        _use_compilation_cache()
+    folder = compilation_cache_folder(quick_tier(config))
+    if folder:
+        _use_compilation_cache(folder)
     if config.pluginmanager.hasplugin("nbval"):
         opt = config.option
         if not opt.nbval:                     # `--nbval` asks for strict output comparison
@@ -68,6 +91,13 @@ def pytest_configure(config):
             opt.nbval_sanitize_with = str(ROOT / "tests" / "nbval_sanitize.cfg")
         if str(opt.nbval_cell_timeout) == "2000":   # nbval's default: ours is the budget's 300 s
             opt.nbval_cell_timeout = 300
+
+
+def pytest_unconfigure(config):
+    import shutil
+    while _RUN_CACHE_OWNED:
+        shutil.rmtree(_RUN_CACHE_OWNED.pop(), ignore_errors=True)
+        os.environ.pop(RUN_CACHE_ENV, None)
 
 
 def is_notebook_item(item) -> bool:
