@@ -22,11 +22,12 @@ separated), to see where a run's time goes.
 
 JAX's compilation cache on disk: the quick tier keeps it in ``.pytest_cache/jax-compilation``
 (:data:`JAX_CACHE`), so that its second run is much quicker than its first. The full run, which
-CI makes on a clean clone, compiles afresh but only once per program: its test processes share
-a cache in a new temporary folder, removed when the run ends (a program compiled by one test is
-read back by the next test, or the other process, that compiles it). A program read from the
-cache is the one XLA compiled, so no result changes; subprocesses and notebook kernels keep
-their own compilation.
+CI makes on a clean clone, compiles afresh but only once per program: its test processes, and
+the commands and notebook kernels that tests start, share a cache in a new temporary folder
+(``JAX_COMPILATION_CACHE_DIR``), removed when the run ends: a program compiled by one test is
+read back by the next test, or the other process, that compiles it. A program read from the
+cache is the one XLA compiled, so no result changes. The grader's kernels keep a cache of their
+own each (``lrnn.course.grading.harness``), whatever the environment says.
 """
 import os
 import resource
@@ -51,7 +52,7 @@ UNMARKED_LIMIT_WALL_S = 120.0
 #: what the first compiled (tests/test_lru.py: 33 s cold, 12 s warm on a 2-core CPU).
 JAX_CACHE = ROOT / ".pytest_cache" / "jax-compilation"
 #: Set by the process that starts a full run to the folder of its own cache, which the
-#: pytest-xdist workers it starts inherit.
+#: pytest-xdist workers it starts, and the subprocesses of tests, inherit.
 RUN_CACHE_ENV = "LRNN_TEST_RUN_JAX_CACHE"
 _RUN_CACHE_OWNED: list[str] = []
 
@@ -67,15 +68,25 @@ def compilation_cache_folder(quick: bool) -> str | None:
     """The folder of JAX's compilation cache for this run, or None (``LRNN_TEST_JAX_CACHE=off``,
     or a ``JAX_COMPILATION_CACHE_DIR`` of the user's, which JAX then uses as it is)."""
     choice = os.environ.get("LRNN_TEST_JAX_CACHE", "")
+    if os.environ.get(RUN_CACHE_ENV):              # a worker of a full run: its starter's
+        return os.environ[RUN_CACHE_ENV]
     if choice.lower() == "off" or os.environ.get("JAX_COMPILATION_CACHE_DIR"):
         return None
     if quick:
         return choice or str(JAX_CACHE)
-    if not os.environ.get(RUN_CACHE_ENV):
-        import tempfile
-        os.environ[RUN_CACHE_ENV] = tempfile.mkdtemp(prefix="lrnn-test-jax-cache-")
-        _RUN_CACHE_OWNED.append(os.environ[RUN_CACHE_ENV])
-    return os.environ[RUN_CACHE_ENV]
+    import tempfile
+    folder = tempfile.mkdtemp(prefix="lrnn-test-jax-cache-")
+    _RUN_CACHE_OWNED.append(folder)
+    os.environ.update(dict(_run_cache_environment(folder)))
+    return folder
+
+
+def _run_cache_environment(folder: str):
+    """What the processes a full run starts inherit: its workers, and the subprocesses of tests."""
+    yield RUN_CACHE_ENV, folder
+    yield "JAX_COMPILATION_CACHE_DIR", folder
+    yield "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0"
+    yield "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0"
 
 
 def pytest_configure(config):
@@ -96,8 +107,10 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     import shutil
     while _RUN_CACHE_OWNED:
-        shutil.rmtree(_RUN_CACHE_OWNED.pop(), ignore_errors=True)
-        os.environ.pop(RUN_CACHE_ENV, None)
+        folder = _RUN_CACHE_OWNED.pop()
+        for name, _ in _run_cache_environment(folder):
+            os.environ.pop(name, None)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def is_notebook_item(item) -> bool:

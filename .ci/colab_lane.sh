@@ -10,8 +10,12 @@
 #        the cells tagged nbval-check-output must reproduce their committed output (the book is
 #        executed here, where students run it, and not a second time in the main lane:
 #        `python -m pytest book` runs it in any other environment);
-#      - the solutions graded there (`python -m lrnn grade`, bubblewrap sandbox): full marks
-#        (the grader executes each of them to the end in a kernel of this environment);
+#      - every chapter's exercise notebook completed with the model solution, as a student
+#        hands it in (tests/submissions/build.py), graded there (`python -m lrnn grade`,
+#        bubblewrap sandbox) with float32 products rounded to TF32 as an A100, L4 or H100 runs
+#        them (LRNN_EMULATE_TF32=1, in the kernels and the grader): full marks (the grader
+#        executes each to the end in a kernel of this environment; tests/test_submissions.py
+#        grades the other notebooks students hand in);
 #   4. tests/test_widgets.py on Colab's ipywidgets (7.7.1; CI's main lane tests 8).
 # pytest comes with Colab; nbval and coverage (its one requirement that Colab lacks) are
 # installed beside the venv, in $venv/test-tools, on the test runner's path (its kernels inherit
@@ -107,16 +111,28 @@ echo "colab lane: $(wc -l <"$tmp/freeze-before.txt") preinstalled packages uncha
 step "2/4 setup cell as a student runs it"
 
 # Three jobs at once on CI's two cores: chapter 7 (the longest to run), the other chapters, and
-# the grading of the solutions; each waits on its own kernels, so together they keep both busy.
+# the grading of the model solutions; each waits on its own kernels, so together they keep both
+# busy. The book's kernels share one JAX compilation cache (a program compiled by one chapter is
+# read back by the next that compiles it; the results are the same); the grader's kernels keep
+# their own, each.
 nbval() {   # nbval LOG NOTEBOOK...
   local log="$1"; shift
-  PYTHONPATH="$tools" "$vpy" -m pytest -q -p no:cacheprovider -o addopts="" "$@" >"$log" 2>&1
+  PYTHONPATH="$tools" JAX_COMPILATION_CACHE_DIR="$tmp/jax-cache" \
+    JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0 \
+    "$vpy" -m pytest -q -p no:cacheprovider -o addopts="" "$@" >"$log" 2>&1
 }
 nbval "$tmp/book-07.log" book/07_*.ipynb & long=$!
 # shellcheck disable=SC2046
 nbval "$tmp/book-rest.log" $(ls book/*.ipynb | grep -v '^book/07_') & rest=$!
-"$vpy" -m lrnn grade solutions/ --out "$tmp/gradebook.csv" --sandbox bwrap --workers 1 \
-  --feedback-dir "$tmp/feedback" >"$tmp/grade.log" 2>&1 & grade=$!
+"$vpy" - "$tmp/handed-in" <<'EOF' || fail "the exercise notebooks could not be completed"
+import sys
+sys.path.insert(0, "tests")
+from submissions import build
+for chapter in build.CHAPTERS:
+    build.write(build.solution(chapter), sys.argv[1], "solution", chapter)
+EOF
+LRNN_EMULATE_TF32=1 "$vpy" -m lrnn grade "$tmp/handed-in" --out "$tmp/gradebook.csv" \
+  --sandbox bwrap --workers 1 --feedback-dir "$tmp/feedback" >"$tmp/grade.log" 2>&1 & grade=$!
 book=0
 for job in "$long:$tmp/book-07.log" "$rest:$tmp/book-rest.log"; do
   if wait "${job%%:*}"; then tail -1 "${job#*:}"; else tail -60 "${job#*:}"; book=1; fi
@@ -124,17 +140,17 @@ done
 graded=0; wait "$grade" || { tail -30 "$tmp/grade.log"; graded=1; }
 [ "$book" -eq 0 ] || fail "a chapter failed under nbval in Colab's package set"
 [ "$graded" -eq 0 ] || fail "grading failed"
-"$vpy" - "$tmp/gradebook.csv" solutions/*.ipynb <<'EOF' || fail "the solutions did not get full marks"
+"$vpy" - "$tmp/gradebook.csv" "$tmp"/handed-in/*.ipynb <<'EOF' || fail "the model solutions did not get full marks"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1], newline="", encoding="utf-8")))
 short = [r for r in rows if float(r["total"]) != float(r["max_total"]) or float(r["max_total"]) <= 0]
 for r in rows:
     print(f"  {r.get('submission', '?')}: {r['total']}/{r['max_total']}")
 if len(rows) != len(sys.argv) - 2:
-    sys.exit(f"{len(rows)} rows in the gradebook for {len(sys.argv) - 2} solutions")
+    sys.exit(f"{len(rows)} rows in the gradebook for {len(sys.argv) - 2} notebooks")
 sys.exit(1 if short else 0)
 EOF
-step "3/4 every chapter under nbval, and the solutions graded"
+step "3/4 every chapter under nbval, and the model solutions graded under emulated TF32"
 
 "$vpy" -m pytest -q -p no:cacheprovider -o addopts="" tests/test_widgets.py 2>&1 | tail -3
 [ "${PIPESTATUS[0]}" -eq 0 ] || fail "tests/test_widgets.py failed on Colab's ipywidgets"

@@ -9,7 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lrnn.training import bench, experiments, train
+from lrnn.benchmarks import scan as bench
+from lrnn.training import experiments, train
 from lrnn.layers import lru, ornn, rotrnn
 from lrnn import model
 from lrnn.layers import gru, lstm

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import lrnn
-from lrnn.training import bench
+from lrnn.benchmarks import scan as bench
 
 B = jnp.ones((5, 4))
 A = jnp.full((4,), 0.5)

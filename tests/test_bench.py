@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lrnn.training import bench, bench_layer
+from lrnn.benchmarks import scan as bench, layer as bench_layer
 from lrnn import scan
 
 ROW_KEYS = {"shape", "dtype", "label", "method", "compile_fwd_s", "fwd_s", "fwd_median_s",

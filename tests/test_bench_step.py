@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 
-from lrnn.training import bench, bench_step
+from lrnn.benchmarks import scan as bench, step as bench_step
 
 TINY = ["step", "--layers", "lru,gru", "--batch", "2", "--d-model", "4", "--d-state", "4",
         "--steps", "2", "--repeats", "1", "--length", "4", "--attention-steps", "3,7"]

@@ -19,11 +19,11 @@ SRC = ROOT / "src" / "lrnn"
 
 #: (part, module path patterns relative to src/lrnn), first match wins.
 PARTS = (
-    ("peers", ("training/bench_peers.py",)),
+    ("peers", ("benchmarks/peers.py",)),
     ("grading", ("course/grade.py", "course/grading/*.py", "course/doctor/*.py",
                  "course/exercises.py",
                  "course/colab.py")),
-    ("notebooks", ("training/*.py", "course/*.py", "course/check/*.py")),
+    ("notebooks", ("training/*.py", "benchmarks/*.py", "course/*.py", "course/check/*.py")),
     ("base", ("*.py", "scan/*.py", "layers/*.py")),
 )
 #: import name -> distribution name, where they differ.

@@ -227,7 +227,7 @@ def test_a_crashing_check_fails():
 def bench_json(pallas_fwd, *, err):
     """A fake GPU run of ``lrnn bench scan`` with a row for every target: the pallas rows take
     ``pallas_fwd`` s against 1 s for the others, at ``err`` relative error."""
-    from lrnn.training import bench
+    from lrnn.benchmarks import scan as bench
     fraction = 0.085 / pallas_fwd                     # 0.1 s -> 85% of copy, 0.9 s -> 9%
     rows, tv_rows = [], []
     for shape in sorted({tuple(s) for s in bench.BANDWIDTH_SHAPES} | {(1, 65536, 64)}):

@@ -221,9 +221,9 @@ def test_exercise_notebook_reveals_no_solution(path):
 # The grader on the real notebooks
 # --------------------------------------------------------------------------------------
 
-# Every chapter's model solution is graded with full marks in tests/test_submissions.py (under
-# emulated TF32) and in the Colab lane; the distributed exercise notebooks, executed to the end
-# with zero marks, in tests/test_submissions.py too.
+# Every chapter's exercise notebook completed with the model solution is graded with full marks
+# in the Colab lane (.ci/colab_lane.sh, under emulated TF32); the distributed exercise notebooks,
+# executed to the end with zero marks, in tests/test_submissions.py.
 
 
 # --------------------------------------------------------------------------------------

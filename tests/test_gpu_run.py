@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lrnn.training import bench, bench_gpu
+from lrnn.benchmarks import scan as bench, gpu as bench_gpu
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "gpu_run.sh"

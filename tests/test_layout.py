@@ -1,9 +1,9 @@
 """The package layout: old names still resolve, and no module imports upward.
 
 Ranks, lowest first: ``lrnn._validate``; ``lrnn.scan`` and ``lrnn.orthogonal``;
-``lrnn.layers``; ``lrnn.model``; ``lrnn.training``; ``lrnn.course``. A module may import its
-own rank and below, never above: the library knows nothing of training or the course, and
-training nothing of the course.
+``lrnn.layers``; ``lrnn.model``; ``lrnn.training`` and ``lrnn.benchmarks``; ``lrnn.course``. A
+module may import its own rank and below, never above: the library knows nothing of training,
+the benchmarks or the course, and training and the benchmarks nothing of the course.
 """
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ RANKS = [
     ("lrnn.layers", 2),
     ("lrnn.model", 3),
     ("lrnn.training", 4),
+    ("lrnn.benchmarks", 4),
     ("lrnn.course", 5),
     ("lrnn.cli", 6),
     ("lrnn.__main__", 6),
@@ -112,6 +113,22 @@ def test_the_rule_catches_an_upward_import(tmp_path, line):
 
 
 OLD_TO_NEW = sorted(_aliases.OLD_NAMES.items())
+
+
+@pytest.mark.parametrize("old,new", sorted(_aliases.OLD_SUBMODULES.items()))
+def test_old_submodule_names_are_the_new_modules_and_warn(old, new):
+    """``lrnn.training.bench_step`` and the like: the module that moved (to
+    ``lrnn.benchmarks``), with a notice naming its new name, imported or read as an attribute
+    of its old package."""
+    package, _, leaf = old.rpartition(".")
+    ways = [lambda: importlib.import_module(old)]
+    if not leaf.startswith("_"):                    # a package's __getattr__ gives public names
+        ways.append(lambda: getattr(importlib.import_module(package), leaf))
+    for get in ways:
+        sys.modules.pop(old, None)                 # an earlier import in this process warned,
+        vars(importlib.import_module(package)).pop(leaf, None)      # and left the attribute
+        with pytest.warns(DeprecationWarning, match=f"{old} is deprecated: use {new} "):
+            assert get() is importlib.import_module(new)
 
 
 @pytest.mark.parametrize("old,new", OLD_TO_NEW)

@@ -17,7 +17,7 @@ from jax import lax
 
 import lrnn
 import lrnn.scan.pallas as scan_pallas
-from lrnn.training import bench
+from lrnn.benchmarks import scan as bench
 from lrnn.scan import linear_scan, pallas_triton, pallas_tuning, sequential
 from lrnn.scan.pallas_triton import Tiles
 

@@ -18,7 +18,7 @@ import pytest
 import lrnn.scan.pallas as scan_pallas
 from lrnn.scan import linear_scan, pallas_tuning, reference, sequential
 from lrnn.scan.pallas_triton import Tiles
-from lrnn.training import bench
+from lrnn.benchmarks import scan as bench
 
 
 def _inputs(rng, kind, lead, length, n):

@@ -7,7 +7,7 @@ Under it:
 
 * every chapter's model solution, handed in as students hand it in, gets full marks from the
   grader (the variable reaches the sandboxed kernel; the grader's own references run under
-  the emulation too): tests/test_submissions.py grades them so;
+  the emulation too): CI's Colab lane (.ci/colab_lane.sh) grades them so;
 * the self-check of every solution passes, in process, and fails as soon as the policy
   (``exact_matmuls`` around the checker) is taken away: the emulation catches a regression;
 * a planted precision-fragile exercise (a product forced to DEFAULT precision, compared at
@@ -110,8 +110,8 @@ def test_without_the_policy_the_emulation_fails_solutions_and_with_it_they_pass(
     """Take the policy out of check() (``exact_matmuls`` replaced by nothing, JAX's DEFAULT
     precision in force): under TF32 emulation official solutions fail their self-checks, so
     a regression of the policy cannot go unnoticed. Put it back: the first of them passes.
-    (Every solution passing under emulation, with both seeds and the hidden tests, is
-    tests/test_submissions.py's graded run under emulation.)"""
+    (Every solution passing under emulation, with both seeds and the hidden tests, is the
+    Colab lane's graded run under emulation, .ci/colab_lane.sh.)"""
     cases = graded_exercises()
     assert len(cases) >= 24
     failed = []
@@ -132,7 +132,7 @@ def test_without_the_policy_the_emulation_fails_solutions_and_with_it_they_pass(
 
 # --------------------------------------------------------------------------------------
 # The grader, with the sandboxed kernel and the grader's process under emulation (every
-# chapter's model solution, graded this way: tests/test_submissions.py)
+# chapter's model solution, graded this way: .ci/colab_lane.sh)
 # --------------------------------------------------------------------------------------
 
 PLANTED_TESTS = {

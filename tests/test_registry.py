@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import lrnn
-from lrnn.training import bench
+from lrnn.benchmarks import scan as bench
 from lrnn import layers, model
-from lrnn.training import bench_layer
+from lrnn.benchmarks import layer as bench_layer
 
 KEY = jax.random.PRNGKey(0)
 OPTIONS = {"n_heads": 2, "n_reflections": 3, "r_min": 0.5, "r_max": 0.9, "max_phase": 1.0,

@@ -1,23 +1,26 @@
 """What students hand in, graded as the instructor grades it (tests/submissions/README.md),
 through each entry point: ``lrnn grade``, the Gradescope autograder and GitHub Classroom.
 
-For every chapter, notebooks built from the distributed exercise notebook: the model solution
-in every answer cell; two other correct implementations of every exercise, each with an honest
-student's habits (cells run out of order with stale outputs, a changed demo parameter, scratch
-cells that call the very library functions the hidden tests ban, a self-check against the
-library after the answers; two seeds of them); the blank notebook; and half of it done. Each
-must get exactly the points it earned: full marks, full marks, full marks, 0, and the points of
-the half that was done, with no row put up for review, and no cell that raised.
+For every chapter, notebooks built from the distributed exercise notebook: two correct
+implementations of every exercise other than the model solution, each with an honest student's
+habits (cells run out of order with stale outputs, a changed demo parameter, scratch cells that
+call the very library functions the hidden tests ban, a self-check against the library after
+the answers; two seeds of them); the blank notebook; and half of it done. Each must get exactly
+the points it earned: full marks, full marks, 0, and the points of the half that was done, with
+no row put up for review, and no cell that raised. (The model solution in every answer cell:
+see ``lrnn grade`` below.)
 
 Every entry point grades every chapter, each notebook once (a notebook takes the same path
 through the grader whichever entry point hands it over; what differs is how the entry point
 finds the submissions, the assignment and the points it reports):
 
 * ``lrnn grade`` (``grading.grade``, two kernels at a time, the sandbox of
-  ``LRNN_REQUIRE_SANDBOX``): the model solutions, with float32 matrix products rounded to TF32
-  as an A100, L4 or H100 runs them by default (``LRNN_EMULATE_TF32=1`` in the kernels, and the
-  emulation in the grader's process: the "same verdict everywhere" of the precision policy,
-  whose emulation tests/test_precision.py tests), and the half-done notebooks;
+  ``LRNN_REQUIRE_SANDBOX``): the half-done notebooks. The exercise notebooks completed with the
+  model solution are graded by ``lrnn grade`` in CI's Colab lane (``.ci/colab_lane.sh``), in
+  Colab's package set, with float32 matrix products rounded to TF32 as an A100, L4 or H100 runs
+  them by default (``LRNN_EMULATE_TF32=1``: in the kernels and in the grader's process; the
+  "same verdict everywhere" of the precision policy, whose emulation tests/test_precision.py
+  tests);
 * the Gradescope autograder (``gradescope.run`` on an ``/autograder`` folder per submission,
   its manifest naming the chapter, as a bundle of that chapter has it): the first alternative
   with habits, and the blank notebook; its ``results.json`` must hold the same points;
@@ -42,7 +45,6 @@ from pathlib import Path
 import pytest
 
 from lrnn.course import grading as g
-from lrnn.course import precision
 from lrnn.course.grading import classroom, gradescope
 from lrnn.course.grading import sandbox as sb
 from submissions import build
@@ -69,7 +71,6 @@ def cases(chapter: int) -> dict[str, tuple[object, float]]:
     full = build.total_points(chapter)
     half, half_points = build.partial(chapter)
     return {
-        "solution": (build.solution(chapter), full),
         "variant1habits": (build.with_habits(build.variant(chapter, 1), chapter), full),
         "variant2habits": (build.with_habits(build.variant(chapter, 2), chapter, seed=1), full),
         "blank": (build.blank(chapter), 0.0),
@@ -78,7 +79,7 @@ def cases(chapter: int) -> dict[str, tuple[object, float]]:
 
 
 #: Which entry points grade which case.
-ENTRY_POINTS = {"solution": ("lrnn grade, TF32",), "partial": ("lrnn grade",),
+ENTRY_POINTS = {"partial": ("lrnn grade",),
                 "variant1habits": ("gradescope",), "variant2habits": ("classroom",),
                 "blank": ("gradescope", "classroom")}
 #: The chapters whose blank notebook Classroom grades too (see the module's docstring).
@@ -155,14 +156,7 @@ def graded(tmp_path_factory):
                 files[entry].append((path, chapter))
                 expected[(entry, path.name)] = (chapter, name, points)
     timing = {}
-    start = time.monotonic()
-    with pytest.MonkeyPatch.context() as m:                # each case has a folder of its own
-        m.setenv(precision.EMULATE_ENV, "1")              # passed on to the kernels
-        with precision.tf32_emulated():                   # and in the grader's process
-            got = {("lrnn grade, TF32", k): v
-                   for k, v in _lrnn_grade(base / "solution", base, kind).items()}
-    assert not precision.emulating()
-    timing["lrnn grade, TF32"] = time.monotonic() - start
+    got = {}
     gradescope._grader()                                  # loaded once, before the threads
 
     def timed(entry, job):
@@ -198,4 +192,4 @@ def test_each_submission_gets_exactly_the_points_it_earned(graded, chapter):
             wrong.append((entry, name, (total, status), points, text[:3000]))
     assert not wrong, wrong
     entries = {e for (e, _), (ch, _, _) in graded["expected"].items() if ch == chapter}
-    assert entries == {"lrnn grade, TF32", "lrnn grade", "gradescope", "classroom"}
+    assert entries == {"lrnn grade", "gradescope", "classroom"}

@@ -4,9 +4,10 @@ reflections. The reference library of the course.
 The library: ``scan`` (``linear_scan``, ``rotation_scan`` and their backends), ``orthogonal``
 (skew exponential, block rotations, Householder reflections, compact WY), ``layers`` (``lru``,
 ``rotrnn``, ``ornn``, ``lstm``, ``gru``) and ``model`` (the deep model around any layer).
-Beside it, ``lrnn.training`` (data, training loop, experiments, benchmarks) and
-``lrnn.course`` (setup, widgets, self-checks, exercises, grader). The commands: ``lrnn
-<command>`` or ``python -m lrnn <command>`` (``lrnn.cli``). The flat module names of earlier
+Beside it, ``lrnn.training`` (data, training loop, experiments), ``lrnn.benchmarks`` (the
+scans, layers and kernel plans timed: ``lrnn bench``) and ``lrnn.course`` (setup, widgets,
+self-checks, exercises, grader). The commands: ``lrnn <command>`` or ``python -m lrnn
+<command>`` (``lrnn.cli``). The flat module names of earlier
 versions and their ``python -m`` commands still work, with a deprecation notice
 (``lrnn._aliases``).
 """
@@ -19,7 +20,8 @@ _aliases.install()
 __version__ = "0.1.0"
 
 # Imported on first use, so that `lrnn --help` does not wait for JAX.
-_SUBMODULES = ("scan", "orthogonal", "layers", "model", "training", "course", "cli")
+_SUBMODULES = ("scan", "orthogonal", "layers", "model", "training", "benchmarks", "course",
+               "cli")
 _FROM_SCAN = ("linear_scan", "rotation_scan")
 
 

@@ -39,7 +39,7 @@ OLD_NAMES = {
     "lrnn.data": "lrnn.training.data",
     "lrnn.train": "lrnn.training.train",
     "lrnn.experiments": "lrnn.training.experiments",
-    "lrnn.bench": "lrnn.training.bench",
+    "lrnn.bench": "lrnn.benchmarks.scan",
     "lrnn.setup": "lrnn.course.setup",
     "lrnn.widgets": "lrnn.course.widgets",
     "lrnn.check": "lrnn.course.check",
@@ -52,6 +52,13 @@ OLD_NAMES = {
 #: of one runs the ``lrnn`` command of ``_COMMANDS``.
 OLD_SUBMODULES = {
     "lrnn.course.grade": "lrnn.course.grading",
+    "lrnn.training.bench": "lrnn.benchmarks.scan",
+    "lrnn.training.bench_gpu": "lrnn.benchmarks.gpu",
+    "lrnn.training.bench_layer": "lrnn.benchmarks.layer",
+    "lrnn.training.bench_peers": "lrnn.benchmarks.peers",
+    "lrnn.training.bench_plans": "lrnn.benchmarks.plans",
+    "lrnn.training.bench_step": "lrnn.benchmarks.step",
+    "lrnn.training._bench_common": "lrnn.benchmarks._common",
 }
 
 #: Old modules that are no single new module: old attribute -> (new module, its name there).

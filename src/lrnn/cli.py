@@ -14,7 +14,7 @@ COMMANDS = {
     "grade": ("lrnn.course.grading.cli", "grade a folder of student notebooks into a gradebook"),
     "train": ("lrnn.training.train", "train a model on a task of the course"),
     "experiments": ("lrnn.training.experiments", "run a suite of training runs"),
-    "bench": ("lrnn.training.bench", "benchmark the scans, the layers and the kernel's plans"),
+    "bench": ("lrnn.benchmarks.scan", "benchmark the scans, the layers and the kernel's plans"),
     "doctor": ("lrnn.course.doctor", "check that the course works on this machine"),
     "exercises": ("lrnn.course.exercises", "build exercises/ from solutions/"),
 }

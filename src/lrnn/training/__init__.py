@@ -1,5 +1,5 @@
-"""The training stack: ``data`` (the tasks), ``train`` (the loop and its command line),
-``experiments`` (the suites behind chapter 7) and ``bench`` (scan and layer benchmarks).
+"""The training stack: ``data`` (the tasks), ``train`` (the loop and its command line) and
+``experiments`` (the suites behind chapter 7). The benchmarks are ``lrnn.benchmarks``.
 
 Imports the library (``lrnn.scan``, ``lrnn.layers``, ``lrnn.model``), never ``lrnn.course``.
 """

@@ -38,9 +38,9 @@ def sequential_step_seconds(length: int = 4096, channels: int = 256, repeats: in
 
 
 def bench_target_results(scan: dict, *, strict: bool) -> list[Result]:
-    """Results for ``lrnn.training.bench``'s GPU targets evaluated on ``scan`` (its JSON). Speed targets
+    """Results for ``lrnn.benchmarks.scan``'s GPU targets evaluated on ``scan`` (its JSON). Speed targets
     missed are MISS (FAIL with ``strict``); an accuracy target missed is FAIL."""
-    from ...training import bench
+    from ...benchmarks import scan as bench
     results = []
     for t in bench.scan_targets(scan):
         if t["measured"] is None:

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _io, layers
-from ._bench_common import block, device_info, git_commit, pick_device
+from ._common import block, device_info, git_commit, pick_device
 
 BENCHMARK = "step"
 

@@ -13,7 +13,7 @@
   ``w_construction``: the two ways of forming W (reflections applied to the identity, compact
   WY), timed and compared with float64 (values, orthogonality, gradients).
 
-The command line lives in ``lrnn.training.bench``, the shared helpers in ``_bench_common``."""
+The command line lives in ``lrnn.benchmarks.scan``, the shared helpers in ``lrnn.benchmarks._common``."""
 from __future__ import annotations
 
 import contextlib
@@ -29,7 +29,7 @@ from .. import scan as scan_lib
 from ..layers import ornn
 from ..scan import choose_method, pallas_tuning
 from .. import _io
-from ._bench_common import (compile_and_memory, device_info, on_gpu, output_spec, paper_scan,
+from ._common import (compile_and_memory, device_info, on_gpu, output_spec, paper_scan,
                             pick_device, target_row, time_interleaved, want_pallas_rows,
                             write_json)
 

@@ -103,7 +103,7 @@ def planned_seconds(dry_run: bool = False) -> float:
 # What every result names
 # ----------------------------------------------------------------------------------------
 
-#: ``lrnn.training.bench``, which registers this command (``add_parser``) and whose scan
+#: ``lrnn.benchmarks.scan``, which registers this command (``add_parser``) and whose scan
 #: benchmark the parts call: handed over, not imported, so that the two modules form no cycle
 _SCAN_BENCH = None
 
@@ -129,7 +129,7 @@ def jax_version() -> str:
 
 def _device_here() -> dict:
     import jax
-    from ._bench_common import device_info
+    from ._common import device_info
     return device_info(jax.devices()[0])
 
 
@@ -339,9 +339,9 @@ def _tv_rows(shape, device, *, repeats, copy_gbps, peers, kernel):
     peers on the same data, forward and forward + VJP."""
     import jax.numpy as jnp
     from ..scan import linear_scan
-    from . import bench_peers
+    from . import peers as bench_peers
     bench = _bench()
-    from ._bench_common import compile_and_memory, time_interleaved
+    from ._common import compile_and_memory, time_interleaved
     a, b, g = bench.make_tv_inputs(shape, device)
     moved = 3 * math.prod(shape) * 4
     methods = ["associative"] + (["pallas"] if kernel else [])
@@ -426,9 +426,9 @@ def _scan_markdown(data) -> str:
 
 def part_scan(ctx):
     import jax
-    from . import bench_peers
+    from . import peers as bench_peers
     bench = _bench()
-    from ._bench_common import pallas_runs_here
+    from ._common import pallas_runs_here
     device = jax.devices()[0]
     dry, out = ctx["dry_run"], ctx["out"]
     gpu = device.platform == "gpu"
@@ -476,7 +476,7 @@ def _write_scan_record(ctx, device, data):
     """``bench_scan.json`` in the format of ``lrnn bench scan --out``, with its checks and the
     GPU targets these rows measure (the others: not measured)."""
     bench = _bench()
-    from ._bench_common import device_info
+    from ._common import device_info
     record = {"benchmark": "scan", "command": "python -m lrnn bench gpu (scan part)",
               "commit": commit(),
               "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -832,7 +832,7 @@ def _parts_list(text):
 
 def add_parser(sub, scan_bench):
     """``lrnn bench gpu`` in the subcommands of ``lrnn bench``; ``scan_bench`` is the module
-    ``lrnn.training.bench`` (its scan benchmark, layer parser and commit)."""
+    ``lrnn.benchmarks.scan`` (its scan benchmark, layer parser and commit)."""
     global _SCAN_BENCH
     _SCAN_BENCH = scan_bench
     g = sub.add_parser("gpu", help="every GPU measurement of the course, in one budget")

@@ -1,4 +1,4 @@
-"""What the scan benchmark (``bench``) and the layer benchmark (``bench_layer``) share: the
+"""What the scan benchmark (``scan``) and the layer benchmark (``layer``) share: the
 papers' scan, timing, compilation and memory, the device, the targets' row format, and
 writing results. Neither benchmark imports the other's private names."""
 from __future__ import annotations

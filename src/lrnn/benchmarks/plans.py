@@ -9,7 +9,7 @@ around the two fastest (stage B), the adjoint at the best forward plan, and the 
 the same problem. Each row is printed, and appended to ``--out`` as one JSON line as it comes:
 ``--out`` is a new file or a log this sweep wrote (its first record is the run's head,
 ``"benchmark": "plans"``), never another file. The command line lives in
-``lrnn.training.bench``, the shared helpers in ``_bench_common``."""
+``lrnn.benchmarks.scan``, the shared helpers in ``lrnn.benchmarks._common``."""
 from __future__ import annotations
 
 import dataclasses
@@ -23,7 +23,7 @@ from jax import lax
 
 from .. import _io
 from ..scan import linear_scan
-from ._bench_common import (COPY_BYTES, COPY_REPEATS, GPU_EXTRA_SHAPES, TV_SHAPES, block,
+from ._common import (COPY_BYTES, COPY_REPEATS, GPU_EXTRA_SHAPES, TV_SHAPES, block,
                             copy_bandwidth, device_info, git_commit, median_time, parse_shapes,
                             pick_device, require_positive)
 

@@ -36,7 +36,7 @@ The copy baseline moves 1 GiB (read + write counted), median of at least 20 runs
 
 ``targets`` evaluates the GPU issue's targets on stored results and prints each as met, not met
 or not measured (never estimated). ``plans`` times the kernel's tiles and chunkings at the GPU
-shapes: the data behind ``lrnn.scan.pallas_tuning`` (``bench_plans``).
+shapes: the data behind ``lrnn.scan.pallas_tuning`` (``lrnn.benchmarks.plans``).
 
 Every output (``--out``, ``--targets-md``) is checked as the command line is parsed, before any
 work (``lrnn._io.output_argument``): a new file, or one this benchmark wrote (its JSON says
@@ -61,19 +61,19 @@ from jax import lax
 
 from ..scan import choose_method, linear_scan, linear_scan_planes
 from .. import _io
-from ._bench_common import (COPY_BYTES, COPY_REPEATS, GPU_EXTRA_SHAPES,  # noqa: F401
+from ._common import (COPY_BYTES, COPY_REPEATS, GPU_EXTRA_SHAPES,  # noqa: F401
                             TARGETS_HEADER, TV_SHAPES, block, compile_and_memory,
                             copy_bandwidth, device_info, git_commit, on_gpu, output_spec,
                             pallas_runs_here, paper_associative_scan, paper_lax_scan,
                             pick_device, target_row, time_interleaved, want_pallas_rows,
                             write_json, write_text)
-from ._bench_common import median_time as _median_time  # noqa: F401
-from ._bench_common import pallas_copy as _pallas_copy  # noqa: F401
-from ._bench_common import parse_shapes as _parse_shapes
-from ._bench_common import require_positive as _require_positive
-from . import bench_gpu, bench_layer, bench_plans, bench_step
-from .bench_layer import layer_targets, papers_scan, run_layer  # noqa: F401 (lrnn bench layer)
-from .bench_plans import run_plans  # noqa: F401 (lrnn bench plans)
+from ._common import median_time as _median_time  # noqa: F401
+from ._common import pallas_copy as _pallas_copy  # noqa: F401
+from ._common import parse_shapes as _parse_shapes
+from ._common import require_positive as _require_positive
+from . import gpu as bench_gpu, layer as bench_layer, plans as bench_plans, step as bench_step
+from .layer import layer_targets, papers_scan, run_layer  # noqa: F401 (lrnn bench layer)
+from .plans import run_plans  # noqa: F401 (lrnn bench plans)
 
 # ----------------------------------------------------------------------------------------
 # Rows of the complex64 table
@@ -251,7 +251,7 @@ def make_tv_inputs(shape, device, seed=1):
 
 
 def bench_tv_shape(shape, device, *, repeats, copy_gbps, peers):
-    from . import bench_peers
+    from . import peers as bench_peers
     a, b, g = make_tv_inputs(shape, device)
     elements = math.prod(shape)
     moved = 3 * elements * 4                                    # read a and b, write x
@@ -543,7 +543,7 @@ def run_scan(args):
                                         copy_gbps=copy_gbps, backward=not args.no_backward)
         tv_results = []
         if tv_shapes:
-            from . import bench_peers
+            from . import peers as bench_peers
             peers, notices = bench_peers.load_peers()
             for notice in notices:
                 print(notice)
@@ -591,7 +591,8 @@ def _loadavg():
 
 def parser():
     """``lrnn bench``'s parser: one subparser per benchmark, each registered by its module
-    (``scan`` and ``targets`` here, ``layer`` in bench_layer, ``plans`` in bench_plans)."""
+    (``scan`` and ``targets`` here; ``layer``, ``plans``, ``step`` and ``gpu`` in the modules
+    of those names)."""
     p = argparse.ArgumentParser(prog="lrnn bench", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
     add_scan_parser(sub)
