@@ -548,7 +548,7 @@ PREDICTIONS = {
     "3.6": lambda: _first_backwards(0.95, 0.3),
     "4.6": lambda: _drift_by_series(0.8, 0.9, np.pi / 2),
     "5.6": lambda: _fixed_directions(8, 3),
-    "6.6": lambda: 2.21e12 * 0.53e-6 / (4 * 256 * 16),
+    "6.6": lambda: 2.94e12 * 0.53e-6 / (4 * 256 * 16),
     "7.6": _all_three_by_luck,
     "8.9": lambda: _carry_bytes(4, 128, 256, 16),
 }

@@ -218,18 +218,22 @@ def ks_p_of_gap(gap):
 
 
 # --- Chapter 6: the stored H100 runs, the probe, the peers and the H200 run ---------------------
-# The copy rate each figure is a share of is named where it is used: the probe's and the
-# previous kernel's shares are of JAX's copy on that H100 (the probe's first row), the peers'
-# of PyTorch's copy (their file's "copy" row), the H200 run's of its own copy.
+# Every share of copy on the H100 is of one floor, the fastest copy measured on that GPU:
+# PyTorch's `x * 1.0001` (the "copy" row of the peers' file), which JAX's own copy (the probe's
+# first row) reached 75 % of. The probe's and the bench run's stored fractions are of other
+# copies, so the rules recompute each share from the time. The H200 run measured no PyTorch
+# copy: its shares are of the fastest copy it measured, JAX's, as its file stores them.
 
 GPU = "book/06_gpu_scans.ipynb"
 SOL6 = "solutions/06_gpu_scans.ipynb"
+CH1 = "book/01_linear_recurrence.ipynb"
 
 
 @functools.cache
 def book_data(name):
     import json
-    return json.loads((ROOT / "book" / "data" / name).read_text(encoding="utf-8"))
+    text = (ROOT / "book" / "data" / name).read_text(encoding="utf-8")
+    return json.loads(text) if name.endswith(".json") else text
 
 
 def jax_copy_Bps():
@@ -241,10 +245,20 @@ def torch_copy_Bps():
                 if r["what"] == "copy") * 1e9
 
 
+def floor_Bps():
+    """The one copy rate of chapter 6's floor: the fastest copy measured on the H100."""
+    return max(jax_copy_Bps(), torch_copy_Bps())
+
+
 def probe_row(shape, U):
     return next(r for r in book_data("bench_scan_h100_probe.json")["rows"]
                 if r.get("what") == "c64-ti" and r.get("shape") == list(shape)
                 and r.get("U") == U and r.get("bn") == 32)
+
+
+def probe_of_floor(shape, U):
+    """The probe's kernel (complex64, 16 bytes per element) as a share of the floor."""
+    return 16 * math.prod(shape) / (probe_row(shape, U)["ms"] / 1e3) / floor_Bps()
 
 
 def step_latency_s():
@@ -253,13 +267,23 @@ def step_latency_s():
 
 
 def in_flight_bytes():
-    return jax_copy_Bps() * step_latency_s()
+    return floor_Bps() * step_latency_s()
 
 
-def above_jax_floor(label):
-    """Forward time over the 16-byte floor at JAX's copy, per shape of the stored H100 run."""
-    return [r["fwd_s"] / (16 * math.prod(r["shape"]) / jax_copy_Bps())
+def littles_law_share(U, lanes):
+    """Little's law with the U = 1 latency: the share of the floor U rows of 16 bytes per lane
+    keep in flight, capped at 1."""
+    return min(1.0, U * lanes * 16 / step_latency_s() / floor_Bps())
+
+
+def above_floor(label):
+    """Forward time over the 16-byte floor, per shape of the stored H100 run."""
+    return [r["fwd_s"] / (16 * math.prod(r["shape"]) / floor_Bps())
             for r in book_data("bench_scan_h100_649d3fa.json")["results"] if r["label"] == label]
+
+
+def floor_ms(shape):
+    return 16 * math.prod(shape) / floor_Bps() * 1e3
 
 
 def previous_kernel_s(shape):
@@ -274,8 +298,8 @@ def rows_in_flight_of_the_previous_kernel():
 
 
 def previous_kernel_above_floor():
-    """The previous kernel's worst distance above JAX's copy floor: (1, 65 536, 64)."""
-    return max(above_jax_floor("pallas"))
+    """The previous kernel's worst distance above the floor: (1, 65 536, 64)."""
+    return max(above_floor("pallas"))
 
 
 def share_of_the_bytes_needed():
@@ -284,19 +308,46 @@ def share_of_the_bytes_needed():
     return in_flight_bytes() / (rows_in_flight_of_the_previous_kernel() * 64 * 16)
 
 
-def single_pass_peer_of_torch_copy():
-    """accelerated-scan (Triton) on float32 with a(t), 12 bytes per element, as a share of
-    PyTorch's copy, at the three shapes of the peers' table."""
+def single_pass_peer_of_the_floor():
+    """accelerated-scan (Triton) on float32 with a(t), 12 bytes per element, as a share of the
+    floor, at the three shapes of the peers' table."""
     peers = book_data("bench_scan_h100_peers.json")
     shapes = peers["readme_rows"]["shapes"]
-    return [12 * math.prod(r["shape"]) / torch_copy_Bps() / (r["fwd_best_ms"] / 1e3)
+    return [12 * math.prod(r["shape"]) / floor_Bps() / (r["fwd_best_ms"] / 1e3)
             for r in peers["rows"] if r.get("peer") == "accelerated-scan triton (scalar)"
             and r.get("shape") in shapes]
+
+
+def predicted_share_of_jax_copy(shape):
+    """The kernel's predicted fraction of copy (of JAX's copy on the H100, as the tuning notes
+    wrote it), from the predictions table of the H200 run's summary."""
+    key = "×".join(str(n) for n in shape)
+    for line in book_data("bench_gpu_h200_2026-11-27.md").splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0] == key and len(cells) == 5:
+            return float(cells[2].rstrip("%")) / 100
+    raise AssertionError(f"no prediction for {key}")
+
+
+def predicted_share_of_the_floor(shape):
+    return predicted_share_of_jax_copy(shape) * jax_copy_Bps() / floor_Bps()
 
 
 def h200_kernel_share(shape):
     return next(r["fwd_copy_fraction"] for r in book_data("bench_scan_gpu.json")["results"]
                 if r["shape"] == list(shape) and r["label"].startswith("pallas kernel"))
+
+
+def h200_copy():
+    """The H200 run's copy: the fastest copy it measured (JAX's; it timed no PyTorch copy)."""
+    copy = book_data("bench_scan_gpu.json")["copy"]
+    assert copy["GBps"] == max(copy["xla_mul_GBps"], copy["pallas_copy_GBps"])
+    return copy["GBps"] * 1e9
+
+
+def chunked_best_share():
+    """Problem 2 of chapter 6: the probe's share at C = 128 chunks of a (1, 65 536, 64) scan."""
+    return probe_of_floor((64, 4096, 256), 16) * 16 / (16 + 8 * 127 / 128)
 
 
 def percent(fraction):
@@ -373,21 +424,49 @@ RULES = [
          lambda: stream()[1]),
     Rule("solutions/08_capstone.ipynb", "less regular growth", r"only to (\d\.\d+)",
          lambda: stream()[-1]),
-    # Chapter 6: the floor, Little's law and the measured kernels
-    Rule(GPU, "The points on a copy line", r"Triton scan \((\d+)–\d+% of copy",
-         lambda: percent(min(single_pass_peer_of_torch_copy()))),
-    Rule(GPU, "The points on a copy line", r"Triton scan \(\d+–(\d+)% of copy",
-         lambda: percent(max(single_pass_peer_of_torch_copy()))),
-    Rule(GPU, "The points on a copy line", r"at 16 384 lanes \((\d+)%\)",
-         lambda: percent(probe_row((64, 4096, 256), 16)["copy_frac"])),
+    # Chapter 6: the floor (the H100's fastest copy), Little's law and the measured kernels
+    Rule(GPU, "On the H100 of this chapter", r"`x \* 1\.0001` at (\d\.\d+) TB/s",
+         lambda: floor_Bps() / 1e12),
+    Rule(GPU, "On the H100 of this chapter", r"reached (\d+) % of it",
+         lambda: percent(jax_copy_Bps() / floor_Bps())),
+    Rule(GPU, "On the H100 of this chapter", r"the floor, a copy at (\d\.\d+) TB/s",
+         lambda: floor_Bps() / 1e12),
+    Rule(GPU, "which points come nearest the floor", r"a factor of (\d\.\d+)–",
+         lambda: min(above_floor("associative"))),
+    Rule(GPU, "which points come nearest the floor", r"a factor of \d\.\d+–(\d+) above",
+         lambda: max(above_floor("associative"))),
+    Rule(GPU, "which points come nearest the floor", r"\((\d\.\d+)× at \(16,",
+         lambda: min(above_floor("associative"))),
+    Rule(GPU, "which points come nearest the floor", r"(\d+\.\d+)× at\s+\(1, 65",
+         lambda: max(above_floor("associative"))),
+    Rule(GPU, "The points nearest the floor", r"Triton scan \((\d+)–\d+% of the floor",
+         lambda: percent(min(single_pass_peer_of_the_floor()))),
+    Rule(GPU, "The points nearest the floor", r"Triton scan \(\d+–(\d+)% of the floor",
+         lambda: percent(max(single_pass_peer_of_the_floor()))),
+    Rule(GPU, "The points nearest the floor", r"at 16 384 lanes \((\d+)%\)",
+         lambda: percent(probe_of_floor((64, 4096, 256), 16))),
+    Rule(GPU, "The points nearest the floor", r"a factor of (\d\.\d+)–",
+         lambda: min(above_floor("associative"))),
+    Rule(GPU, "The points nearest the floor", r"a factor of \d\.\d+–(\d+), not",
+         lambda: max(above_floor("associative"))),
     Rule(GPU, "Little's law** says", r"took (\d\.\d+) ms for 4096 steps",
          lambda: probe_row((64, 4096, 256), 1)["ms"]),
     Rule(GPU, "Little's law** says", r"\*\*(0\.\d+) µs\s+per step",
          lambda: step_latency_s() * 1e6),
-    Rule(GPU, "saturates near", r"saturates near (\d+) %",
-         lambda: percent(probe_row((64, 4096, 256), 16)["copy_frac"])),
-    Rule(GPU, "Little's law with the one latency", r"\$(\d\.\d+)\$ TB/s × 0\.53",
-         lambda: jax_copy_Bps() / 1e12),
+    Rule(GPU, "levels off near", r"levels off near (\d+) % of the floor",
+         lambda: percent(probe_of_floor((64, 4096, 256), 16))),
+    Rule(GPU, "levels off near", r"short of the (\d+) % that JAX's own copy",
+         lambda: percent(jax_copy_Bps() / floor_Bps())),
+    Rule(GPU, "levels off near", r"Little's law allows (\d+) %",
+         lambda: percent(littles_law_share(16, 16 * 256))),
+    Rule(GPU, "levels off near", r"the probe measured (\d+) %",
+         lambda: percent(probe_of_floor((16, 16384, 256), 16))),
+    Rule(GPU, "Little's law with the one latency", r"measurement, (0\.\d+) µs unrounded",
+         lambda: step_latency_s() * 1e6),
+    Rule(GPU, "Little's law with the one latency", r"\$(\d\.\d+)\$ TB/s × 0\.527",
+         lambda: floor_Bps() / 1e12),
+    Rule(GPU, "Little's law with the one latency", r"TB/s × (0\.\d+) µs ≈",
+         lambda: step_latency_s() * 1e6),
     Rule(GPU, "Little's law with the one latency", r"≈ (\d\.\d+) MB must be in flight",
          lambda: in_flight_bytes() / 1e6),
     Rule(GPU, "Little's law with the one latency", r"need about ([\d ]+) rows in flight",
@@ -406,36 +485,104 @@ RULES = [
          rows_in_flight_of_the_previous_kernel),
     Rule(GPU, "Little's law with the one latency", r"about 1/(\d+) of the",
          share_of_the_bytes_needed),
+    Rule(GPU, "Little's law with the one latency", r"of the (\d\.\d+) MB needed",
+         lambda: in_flight_bytes() / 1e6),
     Rule(GPU, "Little's law with the one latency", r"ran (\d+)× above its floor",
          previous_kernel_above_floor),
+    Rule(GPU, "The kernel of §6.5, measured", r"about (\d+) % of JAX's\s+copy where",
+         lambda: percent(predicted_share_of_jax_copy((64, 4096, 256)))),
+    Rule(GPU, "The kernel of §6.5, measured", r"(\d+) % on the narrow shapes",
+         lambda: percent(only({predicted_share_of_jax_copy((16, 16384, 256)),
+                               predicted_share_of_jax_copy((1, 65536, 64))}))),
+    Rule(GPU, "The kernel of §6.5, measured", r"\((\d+) % and \d+ %\s+of the\s+floor",
+         lambda: percent(predicted_share_of_the_floor((64, 4096, 256)))),
+    Rule(GPU, "The kernel of §6.5, measured", r"\(\d+ % and (\d+) %\s+of the\s+floor",
+         lambda: percent(only({predicted_share_of_the_floor((16, 16384, 256)),
+                               predicted_share_of_the_floor((1, 65536, 64))}))),
+    Rule(GPU, "Its H100 shares of copy are of that", r"run's own (\d\.\d+) TB/s copy baseline",
+         lambda: book_data("bench_scan_h100_649d3fa.json")["copy_bandwidth_GBps"] / 1e3),
+    Rule(GPU, "The predictions were optimistic", r"JAX's at (\d\.\d+) TB/s",
+         lambda: h200_copy() / 1e12),
+    Rule(GPU, "The predictions were optimistic", r"the kernel reached (\d+) % where",
+         lambda: percent(h200_kernel_share((64, 4096, 256)))),
+    Rule(GPU, "The predictions were optimistic", r"where (\d+) % of JAX's copy was predicted",
+         lambda: percent(predicted_share_of_jax_copy((64, 4096, 256)))),
+    Rule(GPU, "The predictions were optimistic", r"\((\d+) % of\s+the H100's floor\)",
+         lambda: percent(predicted_share_of_the_floor((64, 4096, 256)))),
+    Rule(GPU, "## Summary", r"fastest measured copy,\s+(\d\.\d+) TB/s",
+         lambda: floor_Bps() / 1e12),
     Rule(GPU, "## Summary", r"associative scan sat (\d\.\d+)–",
-         lambda: min(above_jax_floor("associative"))),
-    Rule(GPU, "## Summary", r"associative scan sat \d\.\d+–(\d\.\d+)×",
-         lambda: max(above_jax_floor("associative"))),
-    Rule(GPU, "## Summary", r"previous `pallas` kernel\s+(\d+)–",
-         lambda: min(above_jax_floor("pallas"))),
+         lambda: min(above_floor("associative"))),
+    Rule(GPU, "## Summary", r"associative scan sat \d\.\d+–(\d+\.\d+)×",
+         lambda: max(above_floor("associative"))),
+    Rule(GPU, "## Summary", r"previous\s+`pallas` kernel (\d\.\d+)–",
+         lambda: min(above_floor("pallas"))),
+    Rule(GPU, "## Summary", r"previous\s+`pallas` kernel \d\.\d+–(\d+)×",
+         previous_kernel_above_floor),
     Rule(GPU, "## Summary", r"\((\d+)× at \$\(1, 65",
          previous_kernel_above_floor),
-    Rule(GPU, "## Summary", r"reached\s+(\d+) % of copy on an H200",
+    Rule(GPU, "## Summary", r"reached\s+(\d+) % of JAX's copy on an H200",
          lambda: percent(h200_kernel_share((64, 4096, 256)))),
-    Rule(GPU, "The predictions were optimistic", r"optimistic: (\d+) % of copy",
-         lambda: percent(h200_kernel_share((64, 4096, 256)))),
-    # Chapter 6's exercises: the same measurements in Exercise 6.5 and its model answer
+    Rule(GPU, "## Summary", r"where (\d+) % was predicted",
+         lambda: percent(predicted_share_of_jax_copy((64, 4096, 256)))),
+    Rule(GPU, "## Summary", r"\\times (0\.\d+)\$ \(the probe's",
+         lambda: probe_of_floor((64, 4096, 256), 16)),
+    Rule(GPU, "the efficiency is capped at", r"capped at (0\.\d+) and only",
+         lambda: probe_of_floor((64, 4096, 256), 16)),
+    Rule(GPU, "the efficiency is capped at", r"so \$(0\.\d+) \\times 16/23",
+         lambda: probe_of_floor((64, 4096, 256), 16)),
+    Rule(GPU, "the efficiency is capped at", r"\\approx (\d+)\\%\$ of the floor",
+         lambda: percent(chunked_best_share())),
+    # Chapter 1 quotes the same floor for the same run
+    Rule(CH1, "floor: 16 bytes per element at", r"at (\d\.\d+) TB/s, its fastest copy",
+         lambda: floor_Bps() / 1e12),
+    Rule(CH1, "floor: 16 bytes per element at", r"\| 16, 16 384, 256 \|.*\| (\d\.\d+) ms \|\n",
+         lambda: floor_ms((16, 16384, 256))),
+    Rule(CH1, "floor: 16 bytes per element at", r"\| 1, 65 536, 64 \|.*\| (\d\.\d+) ms \|\n",
+         lambda: floor_ms((1, 65536, 64))),
+    Rule(CH1, "floor: 16 bytes per element at", r"\| 32, 1 024, 512 \|.*\| (\d\.\d+) ms \|\n",
+         lambda: floor_ms((32, 1024, 512))),
+    # Chapter 6's exercises: the same measurements and the same floor
+    Rule(SOL6, "**Predict first**, by hand", r"its fastest copy (\d+) GB/s",
+         lambda: floor_Bps() / 1e9),
+    Rule(SOL6, "# Prediction: 16", r"GB → (0\.\d+) ms at",
+         lambda: floor_ms((16, 16384, 256))),
+    Rule(SOL6, "# Prediction: 16", r"ms at (\d+) GB/s", lambda: floor_Bps() / 1e9),
+    Rule(SOL6, "# Prediction: 16", r"≈ (\d+) %\.",
+         lambda: percent(floor_ms((16, 16384, 256)) / 1.71)),
+    Rule(SOL6, "**The stored H100 run.**", r"`x \* 1\.0001`, (\d+) GB/s",
+         lambda: floor_Bps() / 1e9),
+    Rule(SOL6, "**The stored H100 run.**", r"of 1 GiB reached (\d+) GB/s",
+         lambda: jax_copy_Bps() / 1e9),
+    Rule(SOL6, "**The stored H100 run.**", r"copy kernel (\d+) GB/s",
+         lambda: book_data("bench_scan_h100_649d3fa.json")["copy_bandwidth_GBps"]),
+    Rule(SOL6, "H100_COPY_GBPS = ", r"H100_COPY_GBPS = (\d+)\.0 ",
+         lambda: floor_Bps() / 1e9),
     Rule(SOL6, "Why the wider scan won", r"took (0\.\d+) ms; the previous",
          lambda: min(r["fwd_s"] for r in book_data("bench_scan_h100_649d3fa.json")["results"]
                      if r["label"] == "associative" and r["shape"] == [1, 65536, 64]) * 1e3),
     Rule(SOL6, "Why the wider scan won", r"about (\d+)× its floor",
          previous_kernel_above_floor),
-    Rule(SOL6, "hence\n76× the floor", r"≈\s+(\d\.\d+) MB in flight",
+    Rule(SOL6, "**Model answer.** Little's law", r"≈\s+(\d\.\d+) TB/s ×",
+         lambda: floor_Bps() / 1e12),
+    Rule(SOL6, "**Model answer.** Little's law", r"TB/s × (0\.\d+) µs",
+         lambda: step_latency_s() * 1e6),
+    Rule(SOL6, "**Model answer.** Little's law", r"≈ (\d\.\d+) MB in flight",
          lambda: in_flight_bytes() / 1e6),
-    Rule(SOL6, "hence\n76× the floor", r"≈ (\d+) rows must have",
+    Rule(SOL6, "**Model answer.** Little's law", r"about 1/([\d ]+) of what is needed",
+         lambda: round(in_flight_bytes() / (64 * 16), -2)),
+    Rule(SOL6, "**Model answer.** Little's law", r"≈ (\d+) rows must have",
          rows_in_flight_of_the_previous_kernel),
-    Rule(SOL6, "hence\n76× the floor", r"about 1/(\d+) of the",
+    Rule(SOL6, "**Model answer.** Little's law", r"about 1/(\d+) of the",
          share_of_the_bytes_needed),
-    Rule(SOL6, "hence\n76× the floor", r"hence\s+(\d+)× the floor",
+    Rule(SOL6, "**Model answer.** Little's law", r"of the (\d\.\d+) MB needed",
+         lambda: in_flight_bytes() / 1e6),
+    Rule(SOL6, "**Model answer.** Little's law", r"hence\s+(\d+)× the floor",
          previous_kernel_above_floor),
-    Rule(SOL6, "hence\n76× the floor", r"extra passes \((\d\.\d+)× the floor\)",
-         lambda: max(above_jax_floor("associative"))),
+    Rule(SOL6, "**Model answer.** Little's law", r"extra passes \((\d+\.\d+)× the floor\)",
+         lambda: max(above_floor("associative"))),
+    Rule(SOL6, "On the H100 of the book", r"\((\d\.\d+) TB/s, its fastest copy",
+         lambda: floor_Bps() / 1e12),
     # Chapter 2: what the KS test's p-value says
     Rule(LRU, "The p-value is the probability", r"key gives\s+\$p = (0\.\d+)\$", ks_p),
     Rule(LRU, "The p-value is the probability", r"at the (\d+)% level would reject",

@@ -109,6 +109,6 @@ VARIANTS = {
     "ex6.2-solution": [WORK_DEPTH_1, WORK_DEPTH_2],
     "ex6.3-solution": [VJP_1, VJP_2],
     "ex6.4-solution": [FLOOR_1, FLOOR_2],
-    "ex6.6-solution": ['rows_in_flight = 72',
-                       'bytes_needed = 2.21e12 * 0.53e-6\nrows_in_flight = bytes_needed / (4 * 256 * 16)'],
+    "ex6.6-solution": ['rows_in_flight = 95',
+                       'bytes_needed = 2.94e12 * 0.53e-6\nrows_in_flight = bytes_needed / (4 * 256 * 16)'],
 }
