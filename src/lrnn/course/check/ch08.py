@@ -139,24 +139,50 @@ def model_config(params, pool):
                              norm="layer", pool=pool, scan_method="sequential")
 
 
-def reference_model(params, x, pool):
-    """``lrnn.model.apply`` in evaluation mode (LayerNorm has no running state)."""
+_COMPILED: dict = {}
+
+
+def _compiled(name):
+    """The library function ``name`` under ``jax.jit``, made once per process. Op by op, every
+    new shape compiles each of the model's few hundred operations on its own; one program per
+    shape grades a chapter several seconds faster, with the same operations in the same order."""
+    if name not in _COMPILED:
+        import jax
+        from lrnn import model
+        from lrnn.layers import lru
+        _COMPILED[name] = {
+            "model.apply": jax.jit(lambda params, state, x, cfg: model.apply(params, state, x,
+                                                                             cfg)[0],
+                                   static_argnums=3),
+            "block": jax.jit(_block),
+            "lru.step": jax.jit(lambda q, x, v: lru.step(q, {"x": x}, v)),
+            "lru.apply": jax.jit(lambda q, u: lru.apply(q, u, scan_method="sequential")),
+        }[name]
+    return _COMPILED[name]
+
+
+def _block(p, u):
+    import jax
     from lrnn import model
-    state = {"blocks": [{} for _ in params["blocks"]]}
-    return np.asarray(model.apply(params, state, x, model_config(params, pool))[0])
+    from lrnn.layers import lru
+    cfg = model.ModelConfig(layer="lru", d_input=1, d_model=u.shape[-1], norm="layer")
+    v, _ = model.norm(p["norm"], {}, u, cfg, False)
+    y = lru.apply(p["layer"], v, scan_method="sequential")
+    return u + model.glu(p["glu"], jax.nn.gelu(y))
+
+
+def reference_model(params, x, pool, state=None):
+    """``lrnn.model.apply`` in evaluation mode (LayerNorm has no running state); ``pool`` is a
+    pooling name or a whole ``ModelConfig``."""
+    cfg = pool if not isinstance(pool, str) else model_config(params, pool)
+    state = state if state is not None else {"blocks": [{} for _ in params["blocks"]]}
+    return np.asarray(_compiled("model.apply")(params, state, x, cfg))
 
 
 def reference_block(p, u):
     """One residual block exactly as ``lrnn.model.apply`` runs it: its own norm, layer, GELU
     and GLU functions, in its order."""
-    import jax
-    from lrnn import model
-    from lrnn.layers import lru
-    h = np.shape(u)[-1]
-    cfg = model.ModelConfig(layer="lru", d_input=1, d_model=h, norm="layer")
-    v, _ = model.norm(p["norm"], {}, u, cfg, False)
-    y = lru.apply(p["layer"], v, scan_method="sequential")
-    return np.asarray(u + model.glu(p["glu"], jax.nn.gelu(y)))
+    return np.asarray(_compiled("block")(p, u))
 
 
 # ------------------------------------------------------------------------------------------
@@ -418,14 +444,13 @@ _STEP_HINTS = [
                         "x_new = λ ⊙ x + that input, and y = Re(C x_new) + D ⊙ v_t. Return "
                         "(x_new, y); the state is everything the next step needs.")
 def _(fn, rng):
-    from lrnn.layers import lru
     for lead, h, n in [((), 2, 3), ((3,), 4, 2), ((2, 2), 1, 5)]:
         q = random_params(rng, h, n)
         x = (randn(rng, *lead, n) + 1j * randn(rng, *lead, n)).astype(np.complex64)
         v = randn(rng, *lead, h)
         inputs = {"q": q, "x": x, "v_t": v}
         got_x, got_y = _pair(call(fn, inputs), inputs, "x_new, y")
-        want = lru.step(q, {"x": x}, v)
+        want = _compiled("lru.step")(q, x, v)
         hints = {name: np_lru_step(q, x, v, variant=name) for name, _ in _STEP_HINTS}
         expect_close(got_x, np.asarray(want[0]["x"]), inputs=inputs, rtol=RTOL, atol=ATOL,
                      dtype="complex", what="the new state x_new", hints=[
@@ -437,7 +462,7 @@ def _(fn, rng):
     h, n, length = 3, 4, 12
     q = random_params(rng, h, n)
     u = randn(rng, 2, length, h)
-    want = np.asarray(lru.apply(q, u, scan_method="sequential"))
+    want = np.asarray(_compiled("lru.apply")(q, u))
     x = np.zeros((2, n), np.complex64)
     outputs = []
     for k in range(length):
@@ -477,7 +502,8 @@ def _(fn, rng):
     import dataclasses
 
     from lrnn import model
-    cases = [(2, 4, 3, 1, [3, 1, 3, 2, 3]), (1, 3, 2, 2, [1, 3, 3, 1])]
+    # Both cases share their widths (one compilation per chunk length); depth 1, then 2.
+    cases = [(2, 4, 3, 1, [3, 1, 3, 2, 3]), (2, 4, 3, 2, [1, 3, 3, 1])]
     for d_in, h, n, depth, lengths in cases:
         params = random_model(rng, d_in, h, n, depth, 2)
         cfg = model_config(params, "mean")
@@ -507,12 +533,12 @@ def _(fn, rng):
         none = dataclasses.replace(cfg, pool="none")
         # The mean-pooled output of every prefix: its last is model.apply on all of x, the
         # others follow from the per-step outputs because the decoder is affine.
-        per_step = np.asarray(model.apply(params, state, x, none)[0], np.float64)
+        per_step = reference_model(params, x, none, state).astype(np.float64)
         want = [per_step[:, :end].mean(-2).astype(np.float32) for end in ends[:-1]]
-        want.append(np.asarray(model.apply(params, state, x, cfg)[0]))
+        want.append(reference_model(params, x, cfg, state))
 
         def fresh(end):
-            outs = [np.asarray(model.apply(params, state, x[:, e - k:e], none)[0])
+            outs = [reference_model(params, x[:, e - k:e], none, state)
                     for e, k in zip(ends, lengths) if e <= end]
             return np.concatenate(outs, axis=-2).mean(-2)
 
