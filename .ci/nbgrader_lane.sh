@@ -4,12 +4,17 @@
 # nbgrader lives in a virtual environment of its own (never in requirements.txt); the
 # notebooks run in the course's kernel (the "python3" kernel of $LRNN_PYTHON's environment,
 # found through JUPYTER_PATH), with LRNN_GRADING=1 so that a failed check() raises and
-# nbgrader marks its test cell failed. Chapter 1 only, to stay within a few minutes:
+# nbgrader marks its test cell failed.
 #   1. every built exercise notebook passes nbgrader's metadata validation;
-#   2. `lrnn grade nbgrader` exports chapter 1, `nbgrader generate_assignment` releases it;
-#   3. `nbgrader autograde` scores the solution 15, the released blank 0, a partial answer 13;
+#   2. `lrnn grade nbgrader` exports every chapter and `nbgrader generate_assignment` releases
+#      each: no released notebook holds a solution or a hidden test, and each keeps the points
+#      of its chapter's automatic tests;
+#   3. chapter 1 (executing every chapter would take minutes; the other entry points grade
+#      them, tests/test_submissions.py): `nbgrader autograde` scores the released notebook
+#      filled with the model solution as a student hands it in 15, the released blank 0, and a
+#      partial answer 13;
 #   4. `nbgrader validate` reads the exercise without a metadata error (its tests fail: it
-#      is blank). The solution's own run is step 3's "honest" autograde.
+#      is blank).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${LRNN_PYTHON:-python3}"
@@ -52,38 +57,68 @@ c = get_config()
 c.CourseDirectory.root = "$course"
 c.ExecutePreprocessor.timeout = 300
 EOF
-"$PY" -m lrnn grade nbgrader --chapter 01 --out "$course/source"
-(cd "$course" && nbg generate_assignment "$STEM" --force)
+"$PY" -m lrnn grade nbgrader --out "$course/source"
+for source in "$course"/source/*/*.ipynb; do
+  stem="$(basename "$source" .ipynb)"
+  (cd "$course" && nbg generate_assignment "$stem" --force) >"$work/generate-$stem.log" 2>&1 \
+    || { tail -20 "$work/generate-$stem.log" >&2; echo "nbgrader lane: cannot release $stem" >&2; exit 1; }
+done
+"$PY" - "$course" <<'EOF'
+import sys
+from pathlib import Path
+import nbformat
+course = Path(sys.argv[1])
+sources = sorted(course.glob("source/*/*.ipynb"))
+if len(sources) != 8:
+    sys.exit(f"nbgrader lane: {len(sources)} chapters exported, expected 8")
+def auto_points(nb):
+    return sum(float(c.metadata["nbgrader"].get("points", 0)) for c in nb.cells
+               if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code")
+for source in sources:
+    released = course / "release" / source.parent.name / source.name
+    text = released.read_text(encoding="utf-8")
+    if "BEGIN HIDDEN TESTS" in text or "BEGIN SOLUTION" in text:
+        sys.exit(f"nbgrader lane: {released.name} holds solutions or hidden tests")
+    want, got = (auto_points(nbformat.read(p, as_version=4)) for p in (source, released))
+    if want <= 0 or got != want:
+        sys.exit(f"nbgrader lane: {released.name} keeps {got} automatic points of {want}")
+    print(f"nbgrader lane: released {source.parent.name}: {got:g} automatic points")
+EOF
 released="$course/release/$STEM/$STEM.ipynb"
-if grep -q "BEGIN HIDDEN TESTS\|BEGIN SOLUTION" "$released"; then
-  echo "nbgrader lane: the released notebook holds solutions or hidden tests" >&2
-  exit 1
-fi
 
 for student in honest blank partial; do mkdir -p "$course/submitted/$student/$STEM"; done
-cp "$course/source/$STEM/$STEM.ipynb" "$course/submitted/honest/$STEM/$STEM.ipynb"
 cp "$released" "$course/submitted/blank/$STEM/$STEM.ipynb"
-"$PY" - "$released" "solutions/$STEM.ipynb" "$course/submitted/partial/$STEM/$STEM.ipynb" <<'EOF'
+# The released notebook with each answer cell filled as a student fills it: the model solution
+# without its markers (honest), and the same with one wrong answer (partial).
+"$PY" - "$released" "solutions/$STEM.ipynb" "$course/submitted" "$STEM" <<'EOF'
 import sys
 import nbformat
-released, solution, out = sys.argv[1:]
+released, solution, submitted, stem = sys.argv[1:]
 sol = {c.metadata.get("nbgrader", {}).get("grade_id", "").replace(".", "_"): c.source
        for c in nbformat.read(solution, as_version=4).cells}
-nb = nbformat.read(released, as_version=4)
-for cell in nb.cells:
-    gid = cell.metadata.get("nbgrader", {}).get("grade_id", "")
-    if gid.endswith("-solution") and gid in sol:
-        cell.source = sol[gid]
-        if gid == "ex1_5-solution":          # a wrong answer: the 2-norm, not the spectrum
-            cell.source = "def spectral_radius(A):\n    return float(np.linalg.norm(A, 2))"
-nbformat.write(nb, out)
+wrong_answer = {   # the 2-norm, not the spectrum
+    "ex1_5-solution": "def spectral_radius(A):\n    return float(np.linalg.norm(A, 2))"}
+for student, wrong in (("honest", {}), ("partial", wrong_answer)):
+    nb = nbformat.read(released, as_version=4)
+    filled = 0
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        if gid.endswith("-solution") and gid in sol:
+            lines = [line for line in sol[gid].splitlines()
+                     if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")]
+            cell.source = wrong.get(gid, "\n".join(lines))
+            filled += 1
+    if not filled:
+        sys.exit("nbgrader lane: no answer cell to fill in the released notebook")
+    nbformat.write(nb, f"{submitted}/{student}/{stem}/{stem}.ipynb")
 EOF
 (cd "$course" && nbg autograde "$STEM" --force)
 (cd "$course" && nbg export --to "$work/grades.csv")
-"$PY" - "$work/grades.csv" <<'EOF'
+"$PY" - "$work/grades.csv" "$STEM" <<'EOF'
 import csv
 import sys
-rows = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader(open(sys.argv[1]))}
+rows = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader(open(sys.argv[1]))
+        if r["assignment"] == sys.argv[2]}
 want = {"honest": 15.0, "blank": 0.0, "partial": 13.0}
 print("nbgrader lane: autograde scores", rows)
 if rows != want:
