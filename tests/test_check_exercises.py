@@ -375,7 +375,7 @@ def per_step8(params, x):
 
 
 def online8(params, state, cfg, memory, chunk):
-    """8.8 in float64 with no library call: the memory is each block's LRU state (advanced by
+    """8.9 in float64 with no library call: the memory is each block's LRU state (advanced by
     step8), the running sum of the per-step outputs and the count of steps."""
     states, total, count = memory if memory is not None else (None, 0.0, 0)
     u = np.asarray(chunk, np.float64) @ params["encoder"]["W"] + params["encoder"]["b"]
@@ -398,8 +398,8 @@ def online8(params, state, cfg, memory, chunk):
     return (new_states, total, count), total / count
 
 
-CH8 = {"8.1": ln8, "8.2": glu8, "8.3": block8, "8.4": model8, "8.5": mask8, "8.7": step8,
-       "8.8": online8}
+CH8 = {"8.1": ln8, "8.2": glu8, "8.3": block8, "8.4": model8, "8.5": mask8, "8.8": step8,
+       "8.9": online8}
 
 
 @pytest.mark.slow
@@ -462,26 +462,61 @@ def test_hints_chapter_8():
         lambda _: True, params))
 
 
+
+@pytest.mark.slow
+def test_chapter_8_loop_reference_is_the_library_training():
+    """8.6's reference (the library's optimiser, model and loss, step by step) logs the losses
+    that lrnn.training.train logs, on the task's batches from lrnn.model.init's parameters; and
+    the mistakes its hints name change them by far more than the check's tolerance."""
+    from lrnn import model
+    from lrnn.course.check import ch08
+    from lrnn.training import train
+    cfg = train.TrainConfig(task="adding", seq_len=7, depth=2, d_model=4, d_state=3,
+                            batch_size=3, lr=5e-3, lr_factor=0.5, weight_decay=0.2,
+                            warmup_frac=0.25, steps=8, eval_every=1, n_test=4, seed=3)
+    with precision.exact_matmuls():
+        want = np.asarray(train.train(cfg, progress=False)["history"]["train_loss"])
+        task = train.load_task(cfg)
+        params, _ = model.init(jax.random.PRNGKey(cfg.seed), train.model_config(cfg, task))
+        xs, ys = (np.stack(part) for part in zip(*[task.train_batch(s, cfg.batch_size, cfg.seed)
+                                                   for s in range(cfg.steps)]))
+        opt = {"lr": cfg.lr, "lr_factor": cfg.lr_factor, "weight_decay": cfg.weight_decay,
+               "warmup_frac": cfg.warmup_frac}
+        _, got = ch08.reference_training(params, xs, ys, "mean", opt)
+        assert np.allclose(got, want, rtol=1e-5, atol=0), np.max(np.abs(got - want) / want)
+        for variant, _ in ch08._LOOP_HINTS:
+            _, wrong = ch08.reference_training(params, xs, ys, "mean", opt, variant)
+            assert np.max(np.abs(wrong - want) / want) > 10 * ch08.RTOL, variant
+
+
+@pytest.mark.slow
+def test_hints_chapter_8_loop():
+    from lrnn.course.check import ch08
+    for variant, words in [("decay_everywhere", "recurrent parameters got weight decay"),
+                           ("after_update", "before the update")]:
+        assert words in _hint("8.6", lambda params, xs, ys, pool, opt, v=variant:
+                              ch08.reference_training(params, xs, ys, pool, opt, v))
+
 @pytest.mark.slow
 def test_hints_chapter_8_online():
 
     def read_old_state(q, x, v):
         x_new, _ = step8(q, x, v)
         return x_new, (np.asarray(x) @ (q["C_re"] + 1j * q["C_im"]).T).real + q["D"] * v
-    assert "reads the new state" in _hint("8.7", read_old_state)
-    assert "γ normalisation" in _hint("8.7", lambda q, x, v: step8(
+    assert "reads the new state" in _hint("8.8", read_old_state)
+    assert "γ normalisation" in _hint("8.8", lambda q, x, v: step8(
         {**q, "gamma_log": np.zeros_like(q["gamma_log"])}, x, v))
 
     def from_zero(params, state, cfg, memory, chunk):
         memory, mean = online8(params, state, cfg, None if memory is None else
                                (None,) + tuple(memory[1:]), chunk)
         return memory, mean
-    assert "zero state" in _hint("8.8", from_zero)
+    assert "zero state" in _hint("8.9", from_zero)
 
     def hoard(params, state, cfg, memory, chunk):
         seen = [np.asarray(chunk)] if memory is None else memory + [np.asarray(chunk)]
         return seen, per_step8(params, np.concatenate(seen, -2)).mean(-2)
-    assert "memory grows" in _hint("8.8", hoard)
+    assert "memory grows" in _hint("8.9", hoard)
 
 
 
@@ -550,7 +585,7 @@ PREDICTIONS = {
     "5.6": lambda: _fixed_directions(8, 3),
     "6.6": lambda: 2.94e12 * 0.53e-6 / (4 * 256 * 16),
     "7.6": _all_three_by_luck,
-    "8.9": lambda: _carry_bytes(4, 128, 256, 16),
+    "8.10": lambda: _carry_bytes(4, 128, 256, 16),
 }
 
 
@@ -582,4 +617,4 @@ def test_prediction_hints_name_the_mistake():
     assert "does not rotate" in lc.result_of("4.6", (1 + 0.72) / (1 - 0.72)).message
     assert "one reflection" in lc.result_of("5.6", 7).message
     assert "not independent" in lc.result_of("7.6", 0.5 ** 9).message
-    assert "8 bytes" in lc.result_of("8.9", 32768).message
+    assert "8 bytes" in lc.result_of("8.10", 32768).message

@@ -15,7 +15,20 @@ print([np.shape(v) for v in model.layer_inputs(params_try, state_try, x_try, cfg
 layer_try = params_try["blocks"][0]["layer"]
 print(lrnn.layers.lru.apply(layer_try, np.ones((5, 4), np.float32)).shape,
       lrnn.layers.lru.hidden_states(layer_try, np.ones((5, 4), np.float32)).shape)'''],
-    "ex8.7-solution": ['''\
+    "ex8.6-solution": ['''\
+print([float(train.schedule(3e-3, 100, 0.1)(k)) for k in (0, 10, 99)])
+print(train.make_optimizer(train.TrainConfig(task="adding", steps=100),
+                           model.recurrent_mask(params0, mcfg)))
+run_try = train.train(train.TrainConfig(task="adding", seq_len=4, depth=1, d_model=2, d_state=2,
+                                        batch_size=2, steps=2, eval_every=2, n_test=2),
+                      progress=False)
+from lrnn.course.check import ch08
+params_try = ch08.random_model(np.random.default_rng(0), 2, 2, 2, 1, 1)
+print(ch08.reference_training(params_try, np.ones((2, 2, 3, 2), np.float32),
+                              np.ones((2, 2), np.float32), "mean",
+                              {"lr": 1e-3, "lr_factor": 1.0, "weight_decay": 0.0,
+                               "warmup_frac": 0.0})[1], run_try["history"]["train_loss"])'''],
+    "ex8.8-solution": ['''\
 cfg_try = model.ModelConfig(layer="lru", d_input=2, d_output=1, depth=1, d_model=4, d_state=3,
                             pool="none")
 params_try, state_try = model.init(jax.random.PRNGKey(1), cfg_try)
@@ -237,14 +250,78 @@ def online_mean_step(params, state, cfg, memory, chunk):
         count += 1
     return [carry, total, count], total / count'''}
 
+TRAIN_1 = '''\
+def train_loop(params, xs, ys, pool, opt):
+    n_steps = xs.shape[0]
+    warm = int(opt["warmup_frac"] * n_steps)
+    recurrent = no_decay_mask(params)
+    regular = jax.tree_util.tree_map(lambda r: not r, recurrent)
+
+    def sched(peak):
+        return optax.warmup_cosine_decay_schedule(init_value=1e-7, peak_value=peak,
+                                                  warmup_steps=warm, decay_steps=n_steps,
+                                                  end_value=1e-7)
+
+    # two masked optimisers in a row: each updates its own parameters, passes the others on
+    tx = optax.chain(
+        optax.masked(optax.adamw(sched(opt["lr"]), weight_decay=opt["weight_decay"]), regular),
+        optax.masked(optax.adamw(sched(opt["lr"] * opt["lr_factor"]), weight_decay=0.0),
+                     recurrent))
+    loss_and_grad = jax.jit(jax.value_and_grad(
+        lambda p, x, y: ((lru_model(p, x, pool)[:, 0] - y) ** 2).mean()))
+    update = jax.jit(tx.update)
+    state, out = tx.init(params), []
+    for s in range(n_steps):
+        loss, g = loss_and_grad(params, xs[s], ys[s])
+        upd, state = update(g, state, params)
+        params = optax.apply_updates(params, upd)
+        out.append(float(loss))
+    return params, np.array(out)'''
+
+TRAIN_2 = '''\
+def train_loop(params, xs, ys, pool, opt):
+    n = xs.shape[0]
+    warm = int(opt["warmup_frac"] * n)
+
+    def rate(peak):          # linear warm-up from 1e-7, then a cosine down to 1e-7 at step n
+        def at(count):
+            count = jnp.asarray(count, jnp.float32)
+            rising = 1e-7 + (peak - 1e-7) * count / max(warm, 1)
+            t = jnp.clip(count - warm, 0, n - warm)
+            falling = 1e-7 + (peak - 1e-7) * 0.5 * (1 + jnp.cos(jnp.pi * t / (n - warm)))
+            return jnp.where(count < warm, rising, falling)
+        return at
+
+    def adam_w(peak, decay):   # AdamW from its parts
+        return optax.chain(optax.scale_by_adam(), optax.add_decayed_weights(decay),
+                           optax.scale_by_learning_rate(rate(peak)))
+
+    groups = jax.tree_util.tree_map(lambda r: "rec" if r else "reg", no_decay_mask(params))
+    tx = optax.multi_transform({"reg": adam_w(opt["lr"], opt["weight_decay"]),
+                                "rec": adam_w(opt["lr"] * opt["lr_factor"], 0.0)}, groups)
+
+    def loss_of(p, x, y):
+        return jnp.mean(jnp.square(lru_model(p, x, pool)[..., 0] - y))
+
+    def one_step(carry, batch):
+        p, s = carry
+        loss, grads = jax.value_and_grad(loss_of)(p, *batch)
+        updates, s = tx.update(grads, s, p)
+        return (optax.apply_updates(p, updates), s), loss
+
+    (trained, _), losses = jax.lax.scan(one_step, (params, tx.init(params)),
+                                        (jnp.asarray(xs), jnp.asarray(ys)))
+    return trained, losses'''
+
 VARIANTS = {
     "ex8.1-solution": [LAYER_NORM_1, LAYER_NORM_2],
     "ex8.2-solution": [GLU_1, GLU_2],
     "ex8.3-solution": [BLOCK_1, BLOCK_2],
     "ex8.4-solution": [MODEL_1, MODEL_2],
     "ex8.5-solution": [MASK_1, MASK_2],
-    "ex8.7-solution": [STEP_1, STEP_2],
-    "ex8.8-solution": [ONLINE_1, ONLINE_2],
-    "ex8.9-solution": ['carry_bytes = 65536',
+    "ex8.6-solution": [TRAIN_1, TRAIN_2],
+    "ex8.8-solution": [STEP_1, STEP_2],
+    "ex8.9-solution": [ONLINE_1, ONLINE_2],
+    "ex8.10-solution": ['carry_bytes = 65536',
                        'carry_bytes = 4 * 16 * 128 * 2 * 4   # two float32 numbers per complex64 state'],
 }

@@ -10,7 +10,8 @@ import math
 
 import numpy as np
 
-from ._core import alternative, call, exercise, expect, expect_close, expect_prediction, randn
+from ._core import (alternative, call, exercise, expect, expect_close, expect_prediction,
+                    randn, when)
 from .ch02 import _naive_states, _pair, random_params
 
 #: The model's LayerNorm epsilon (``lrnn.model.NORM_EPS``), stated in the exercise.
@@ -362,6 +363,11 @@ def _flatten(tree, prefix=""):
     return {prefix: tree}
 
 
+def params_at(params, name):
+    """The array of ``params`` at the ``_flatten`` key ``name``."""
+    return _flatten(params)[name]
+
+
 @exercise("8.5", points=2, title="no weight decay on the recurrence",
           reference="LRU App. D (weight decay on all parameters except A and B, and γ), "
                     "§3.3 (A = diag(λ) learned through ν_log, θ_log)",
@@ -406,7 +412,125 @@ def _(fn, rng):
 
 
 # ------------------------------------------------------------------------------------------
-# 8.7 One step of the LRU layer
+# 8.6 The training loop
+# ------------------------------------------------------------------------------------------
+
+#: What a loop may get wrong, as the reference run with that one change (for hints).
+_LOOP_HINTS = [
+    ("decay_everywhere", "the recurrent parameters got weight decay: the optimiser of the "
+                         "parameters your no_decay_mask marks True has weight_decay=0."),
+    ("no_lr_factor", "the recurrent parameters need the learning rate lr · lr_factor (their "
+                     "own schedule, peak lr · lr_factor)."),
+    ("no_warmup", "the schedule starts with a linear warm-up from 1e-7 to the peak over "
+                  "int(warmup_frac · S) steps (optax.warmup_cosine_decay_schedule)."),
+    ("constant_lr", "the learning rate follows a schedule (warm-up, then cosine decay to "
+                    "1e-7 at step S), not a constant."),
+    ("after_update", "record each step's loss on its batch before the update (the loss that "
+                     "value_and_grad returns), not after it."),
+    ("no_decay", "the regular parameters need AdamW's weight decay (weight_decay), not Adam "
+                 "without it."),
+]
+
+
+def reference_training(params, xs, ys, pool, opt, variant=None):
+    """``(trained parameters, losses)`` of ``lrnn.training.train``'s step on the batches
+    ``(xs[s], ys[s])``: its optimiser (``train.make_optimizer`` with
+    ``lrnn.model.recurrent_mask``), ``lrnn.model.apply`` and its regression loss, from
+    ``params``; ``variant`` makes one mistake of _LOOP_HINTS."""
+    import dataclasses
+
+    import jax
+    import optax
+    from lrnn import model
+    from lrnn.training import train
+    cfg = model_config(params, pool)
+    state = {"blocks": [{} for _ in params["blocks"]]}
+    steps = len(xs)
+    tcfg = train.TrainConfig(task="adding", steps=steps, lr=float(opt["lr"]),
+                             lr_factor=float(opt["lr_factor"]),
+                             weight_decay=float(opt["weight_decay"]),
+                             warmup_frac=float(opt["warmup_frac"]))
+    mask = model.recurrent_mask(params, cfg)
+    if variant == "decay_everywhere":
+        tx = optax.multi_transform(
+            {"regular": optax.adamw(train.schedule(tcfg.lr, steps, tcfg.warmup_frac),
+                                    weight_decay=tcfg.weight_decay),
+             "recurrent": optax.adamw(train.schedule(tcfg.lr * tcfg.lr_factor, steps,
+                                                     tcfg.warmup_frac),
+                                      weight_decay=tcfg.weight_decay)},
+            jax.tree_util.tree_map(lambda m: "recurrent" if m else "regular", mask))
+    else:
+        change = {"no_lr_factor": {"lr_factor": 1.0}, "no_warmup": {"warmup_frac": 0.0},
+                  "no_decay": {"weight_decay": 0.0}}.get(variant, {})
+        tx = train.make_optimizer(dataclasses.replace(tcfg, **change), mask)
+        if variant == "constant_lr":
+            labels = jax.tree_util.tree_map(lambda m: "recurrent" if m else "regular", mask)
+            tx = optax.multi_transform(
+                {"regular": optax.adamw(tcfg.lr, weight_decay=tcfg.weight_decay),
+                 "recurrent": optax.adamw(tcfg.lr * tcfg.lr_factor, weight_decay=0.0)}, labels)
+
+    def loss(p, x, y):
+        return train.loss_and_metric(model.apply(p, state, x, cfg)[0], y, "regression")[0]
+
+    @jax.jit
+    def step(p, opt_state, x, y):
+        value, grads = jax.value_and_grad(loss)(p, x, y)
+        updates, opt_state = tx.update(grads, opt_state, p)
+        p = optax.apply_updates(p, updates)
+        return p, opt_state, loss(p, x, y) if variant == "after_update" else value
+
+    p, opt_state, losses = params, tx.init(params), []
+    for x, y in zip(xs, ys):
+        p, opt_state, value = step(p, opt_state, x, y)
+        losses.append(value)
+    return jax.device_get(p), np.asarray(jax.device_get(losses), np.float32)
+
+
+@exercise("8.6", points=4, title="your training loop",
+          reference="LRU App. D (AdamW, warm-up and cosine decay, no weight decay and a "
+                    "learning-rate factor on the recurrence); chapter 8, §8.6",
+          stronger_hint="labels = tree_map(lambda r: 'recurrent' if r else 'regular', "
+                        "no_decay_mask(params)); optax.multi_transform({'regular': "
+                        "optax.adamw(schedule(lr), weight_decay=weight_decay), 'recurrent': "
+                        "optax.adamw(schedule(lr · lr_factor), weight_decay=0)}, labels) with "
+                        "schedule(peak) = optax.warmup_cosine_decay_schedule(1e-7, peak, "
+                        "int(warmup_frac · S), S, 1e-7); a jitted step returning the loss of "
+                        "jax.value_and_grad(MSE of lru_model(p, x, pool)[..., 0] against y) and "
+                        "the updated parameters; one step per batch, in order; return the last parameters and the "
+                        "stacked losses.")
+def _(fn, rng):
+    # One case: each call of a loop compiles its step anew, so a second shape would double
+    # the time; the hidden tests add another seed.
+    d_in, h, n, depth, pool, steps, batch, length = 2, 4, 3, 2, "last", 8, 3, 6
+    params = random_model(rng, d_in, h, n, depth, 1)
+    xs = randn(rng, steps, batch, length, d_in)
+    ys = randn(rng, steps, batch)
+    opt = {"lr": float(rng.uniform(2e-3, 8e-3)), "lr_factor": 0.5, "weight_decay": 0.1,
+           "warmup_frac": 0.25}
+    inputs = {"params": "parameters with lrnn.model.init's layout (depth 2, H = 4, N = 3)",
+              "xs": xs, "ys": ys, "pool": pool, "opt": opt}
+    got_params, got = _pair(call(fn, {"params": params, "xs": xs, "ys": ys, "pool": pool,
+                                      "opt": opt}), inputs, "params, losses")
+    want_params, want = reference_training(params, xs, ys, pool, opt)
+    expect_close(got, want, inputs=inputs, rtol=RTOL, atol=ATOL,
+                 what=f"the {steps} training losses", hints=[
+                     alternative(lambda v=v: reference_training(params, xs, ys, pool, opt, v)[1],
+                                 m) for v, m in _LOOP_HINTS])
+    flat_got, flat_want = _flatten(got_params), _flatten(want_params)
+    expect(set(flat_got) == set(flat_want), "the trained parameters must have the structure of "
+           "params: the same keys and lists.", inputs=inputs,
+           detail=f"missing: {sorted(set(flat_want) - set(flat_got))[:4]}; extra: "
+                  f"{sorted(set(flat_got) - set(flat_want))[:4]}")
+    for name in sorted(flat_want):
+        expect_close(flat_got[name], flat_want[name], inputs=inputs, rtol=RTOL, atol=ATOL,
+                     what=f"the trained parameter params{name} after {steps} steps", hints=[
+                         when(lambda got, want, name=name: np.allclose(got, params_at(params, name)),
+                              "this is the parameter before training: return the parameters "
+                              "after the last update.")])
+
+
+# ------------------------------------------------------------------------------------------
+# 8.8 One step of the LRU layer
 # ------------------------------------------------------------------------------------------
 
 def np_lru_step(q, x, v, *, variant=None):
@@ -436,7 +560,7 @@ _STEP_HINTS = [
 ]
 
 
-@exercise("8.7", points=3, title="one step of the LRU layer, state in and state out",
+@exercise("8.8", points=3, title="one step of the LRU layer, state in and state out",
           reference="LRU eq. 3 with Λ = diag(λ) and §3.3–§3.4 (λ, γ); chapter 8, §8.7 (state "
                     "in, state out)",
           stronger_hint="the same three pieces as the whole layer, without the scan: λ from "
@@ -475,7 +599,7 @@ def _(fn, rng):
 
 
 # ------------------------------------------------------------------------------------------
-# 8.8 The mean-pooled model, online
+# 8.9 The mean-pooled model, online
 # ------------------------------------------------------------------------------------------
 
 def _numbers_in(value) -> int:
@@ -489,7 +613,7 @@ def _numbers_in(value) -> int:
     return int(np.size(value))
 
 
-@exercise("8.8", points=3, title="the mean-pooled model online, a chunk at a time",
+@exercise("8.9", points=3, title="the mean-pooled model online, a chunk at a time",
           reference="LRU Fig. 1 and App. D (mean pooling before a linear decoder); chapter 8, "
                     "§8.7 (apply with a carry, chunk by chunk)",
           stronger_hint="with pool 'none' the same parameters give the decoder's output at every "
@@ -575,7 +699,7 @@ def _(fn, rng):
 CARRY_DEPTH, CARRY_STATE, CARRY_WIDTH, CARRY_BATCH, CARRY_STEPS = 4, 128, 256, 16, 10_000
 
 
-@exercise("8.9", points=1, kind="value",
+@exercise("8.10", points=1, kind="value",
           title="predict: the bytes a deep LRU keeps between steps",
           reference="chapter 8, §8.7 (state in, state out); LRU eq. 3 (the state x_t)",
           stronger_hint="The carry is what the next step needs and nothing more: one LRU "
