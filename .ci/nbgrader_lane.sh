@@ -58,11 +58,23 @@ c.CourseDirectory.root = "$course"
 c.ExecutePreprocessor.timeout = 300
 EOF
 "$PY" -m lrnn grade nbgrader --out "$course/source"
-for source in "$course"/source/*/*.ipynb; do
-  stem="$(basename "$source" .ipynb)"
-  (cd "$course" && nbg generate_assignment "$stem" --force) >"$work/generate-$stem.log" 2>&1 \
-    || { tail -20 "$work/generate-$stem.log" >&2; echo "nbgrader lane: cannot release $stem" >&2; exit 1; }
-done
+# nbgrader's own API, in one process: the same GenerateAssignment as the command, without an
+# interpreter and nbgrader's imports per chapter.
+(cd "$course" && PATH="$nbvenv/bin:$PATH" "$nbvenv/bin/python" - >"$work/generate.log" 2>&1 <<'EOF'
+import sys
+from pathlib import Path
+from traitlets.config import Config
+from nbgrader.apps.api import NbGraderAPI
+from nbgrader.coursedir import CourseDirectory
+config = Config()
+config.CourseDirectory.root = str(Path.cwd())
+api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+for stem in sorted(p.name for p in Path("source").iterdir() if p.is_dir()):
+    result = api.generate_assignment(stem, force=True)
+    if not result["success"]:
+        sys.exit(f"cannot release {stem}:\n{result.get('error', '')}\n{result.get('log', '')}")
+EOF
+) || { tail -30 "$work/generate.log" >&2; echo "nbgrader lane: generate_assignment failed" >&2; exit 1; }
 "$PY" - "$course" <<'EOF'
 import sys
 from pathlib import Path
