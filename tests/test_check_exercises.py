@@ -581,7 +581,7 @@ PREDICTIONS = {
     "1.7": lambda: _first_step_below(0.95, 0.01),
     "2.8": lambda: _ring_share_remembering(0.5, 0.999, 100),
     "3.6": lambda: _first_backwards(0.95, 0.3),
-    "4.6": lambda: _drift_by_series(0.8, 0.9, np.pi / 2),
+    "4.6": lambda: _drift_by_series(0.8, 0.9, np.pi / 2, terms=3),
     "5.6": lambda: _fixed_directions(8, 3),
     "6.6": lambda: 2.94e12 * 0.53e-6 / (4 * 256 * 16),
     "7.6": _all_three_by_luck,
@@ -614,7 +614,8 @@ def test_prediction_answers_are_one_number():
 def test_prediction_hints_name_the_mistake():
     assert "one later" in lc.result_of("1.7", 89).message
     assert "|λ|², not |λ|" in lc.result_of("2.8", (0.999 - np.exp(-0.01)) / 0.499).message
-    assert "does not rotate" in lc.result_of("4.6", (1 + 0.72) / (1 - 0.72)).message
+    assert "does not rotate" in lc.result_of("4.6", _drift_by_series(0.8, 0.9, 0.0, terms=3)).message
+    assert "stationary drift factor" in lc.result_of("4.6", 0.3172).message
     assert "one reflection" in lc.result_of("5.6", 7).message
     assert "not independent" in lc.result_of("7.6", 0.5 ** 9).message
     assert "8 bytes" in lc.result_of("8.10", 32768).message

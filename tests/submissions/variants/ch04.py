@@ -170,6 +170,8 @@ VARIANTS = {
     "ex4.2-solution": [MC_1, MC_2],
     "ex4.3-solution": [NORM_1, NORM_2],
     "ex4.4-solution": [STATES_1, STATES_2],
-    "ex4.6-solution": ['drift_quarter_turn = 0.32',
-                       'lam_head = 0.9j\ndrift_quarter_turn = ((1 + 0.8 * lam_head) / (1 - 0.8 * lam_head)).real'],
+    "ex4.6-solution": ['drift_quarter_turn = 0.27',
+                       'lam_head = 0.9j\nterms = [lam_head ** j * np.conj(lam_head) ** k * 0.8 ** abs(j - k)\n'
+                       '         for j in range(3) for k in range(3)]\n'
+                       'drift_quarter_turn = (1 - 0.81) * sum(terms).real'],
 }

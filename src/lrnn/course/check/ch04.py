@@ -251,7 +251,7 @@ def _(fn, rng):
 # Predict, then run
 # ---------------------------------------------------------------------------------------------
 
-DRIFT_RHO, DRIFT_GAMMA, DRIFT_THETA = 0.8, 0.9, math.pi / 2
+DRIFT_RHO, DRIFT_GAMMA, DRIFT_THETA, DRIFT_STEPS = 0.8, 0.9, math.pi / 2, 3
 
 
 def _drift_factor(rho, gamma, theta):
@@ -261,23 +261,42 @@ def _drift_factor(rho, gamma, theta):
     return float(np.real((1 + rho * lam) / (1 - rho * lam)))
 
 
+def _norm_after(rho, gamma, theta, steps):
+    """E|x_t|² after ``steps`` inputs from x_0 = 0 of that head, fed a stationary AR(1) input of
+    unit variance: (1 − γ²) Σ_{j,k<t} λ^j λ̄^k ρ^|j−k|, its terms grouped by d = j − k."""
+    lam = gamma * np.exp(1j * theta)
+    total = sum(gamma ** (2 * k) for k in range(steps))
+    for d in range(1, steps):
+        total += 2 * np.real((rho * lam) ** d) * sum(gamma ** (2 * k) for k in range(steps - d))
+    return float((1 - gamma ** 2) * total)
+
+
 @exercise("4.6", points=1, kind="value",
-          title="predict: the norm drift of a rotating head under correlated input",
-          reference="chapter 4, §4.4 (the drift factor g for AR(1) inputs); RotRNN §3.1",
-          stronger_hint="Write x = √(1−γ²) Σ_j λ^j u_{t−j} and E[u_j u_k] = ρ^|j−k|: the "
-                        "diagonal gives 1, the terms j > k a geometric series in ρλ, and j < k "
-                        "its conjugate, so g = Re[(1 + ρλ)/(1 − ρλ)] with λ = γe^{iθ}. Put in "
-                        "θ = π/2: ρλ is purely imaginary.")
+          title="predict: the norm of a rotating head after three correlated inputs",
+          reference="chapter 4, §4.4 (AR(1) inputs) and §4.6 (the drift factor g, the limit of "
+                    "the same series); RotRNN §3.1",
+          stronger_hint="x_3 = √(1−γ²)(u_3 + λu_2 + λ²u_1) from x_0 = 0, and E[u_j u_k] = "
+                        "ρ^|j−k|: the three squares give 1 + γ² + γ⁴; the pairs one step apart "
+                        "give 2·Re(ρλ)(1 + γ²), zero when λ = 0.9i; the pair two steps apart "
+                        "gives 2·Re((ρλ)²). Multiply the sum by 1 − γ².")
 def _(value, rng):
-    want = _drift_factor(DRIFT_RHO, DRIFT_GAMMA, DRIFT_THETA)
-    expect_prediction(value, want, rtol=0.05, what="the drift factor", hints=[
-        alternative(_drift_factor(DRIFT_RHO, DRIFT_GAMMA, 0.0),
+    want = _norm_after(DRIFT_RHO, DRIFT_GAMMA, DRIFT_THETA, DRIFT_STEPS)
+    expect_prediction(value, want, rtol=0.05, what="E|x_3|²", hints=[
+        alternative(_drift_factor(DRIFT_RHO, DRIFT_GAMMA, DRIFT_THETA),
+                    "that is the stationary drift factor g of §4.6, the limit of many steps: "
+                    "after three inputs from x_0 = 0 only the terms j, k < 3 of its series are "
+                    "there."),
+        alternative(1 - DRIFT_GAMMA ** (2 * DRIFT_STEPS),
+                    "that is the white-noise value 1 − γ^{2t}: correlated inputs add the cross "
+                    "terms j ≠ k."),
+        alternative(_norm_after(DRIFT_RHO, DRIFT_GAMMA, 0.0, DRIFT_STEPS),
                     "that is a head that does not rotate (θ = 0): a quarter turn per step "
-                    "makes neighbouring inputs partly cancel instead."),
-        alternative(_drift_factor(DRIFT_RHO, DRIFT_GAMMA, math.pi),
-                    "that is half a turn per step (θ = π); this head turns by a quarter."),
-        alternative((1 - DRIFT_RHO ** 2) / (1 + DRIFT_RHO ** 2),
-                    "that is the γ → 1 limit, the input's spectrum at θ = π/2; at γ = 0.9 the "
-                    "head averages over only about ten steps."),
-        alternative(1.0, "Theorem 1's 1 holds for white noise; correlated inputs change it."),
+                    "makes inputs two steps apart point opposite ways."),
+        alternative(_norm_after(DRIFT_RHO, DRIFT_GAMMA, DRIFT_THETA, DRIFT_STEPS)
+                    / (1 - DRIFT_GAMMA ** 2),
+                    "the normalisation's factor 1 − γ² (from √(1−γ²) on the input) is missing."),
+        alternative(_norm_after(DRIFT_RHO, DRIFT_GAMMA, DRIFT_THETA, DRIFT_STEPS - 1),
+                    "that is after two inputs: x_1 already holds the first one."),
+        alternative(_norm_after(DRIFT_RHO, DRIFT_GAMMA, DRIFT_THETA, DRIFT_STEPS + 1),
+                    "that is after four inputs: from x_0 = 0, x_3 holds three."),
     ])
