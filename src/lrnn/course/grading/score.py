@@ -155,7 +155,13 @@ def grade_submission(path, solutions: dict, *, sandbox, timeout=DEFAULT_TIMEOUT,
         notes.append((f"The file cannot be graded: {problem}. Every exercise scores zero.",
                       None))
     else:
-        steps, where, answers = plan(nb, sol["table"])
+        steps, where, answers = plan(nb, sol["table"], sol.get("skip_cells", frozenset()))
+        skipped = [step.cell for step in steps if step.kind == "skip"]
+        if skipped:
+            notes.append((f"{'Cells' if len(skipped) > 1 else 'Cell'} "
+                          f"{', '.join(map(str, skipped))}: a demonstration of the course "
+                          "that no grade depends on, not run by the grader (an edited copy "
+                          "is run).", None))
         run = run_submission(steps, sol, sandbox, files=course_files(sol),
                              timeout=timeout, cell_timeout=cell_timeout, max_output=max_output)
         status = "graded"

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import nbformat
 
-from ..exercises import NOTEBOOK_GLOB, cell_kind, exercise_id, exercise_table, nbgrader_meta
+from ..exercises import (NOTEBOOK_GLOB, BuildError, cell_kind, exercise_id, exercise_table,
+                         nbgrader_meta, wrap_demo)
 from .config import CHECK_CALL, GradeError
 
 def default_solutions_dir() -> Path:
@@ -97,6 +98,95 @@ def free_names(tree) -> list[str]:
     return [n for n in loaded if n not in bound]
 
 
+#: The tag of a course demo cell the grader does not run (see ``skippable_cells``).
+GRADER_SKIP = "grader-skip"
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp,
+           ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_MUTATORS = {"update", "append", "extend", "insert", "pop", "clear", "setdefault", "remove",
+             "add", "discard", "sort", "reverse", "fill", "put", "resize", "itemset",
+             "setflags", "seed", "set_state"}
+
+
+def _module_scope(tree):
+    """The nodes of a cell that run in the notebook's namespace (not inside a def, class,
+    lambda or comprehension)."""
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, _SCOPES):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _skip_problems(tree, bound_before: set) -> tuple[set, list]:
+    """(the names the cell binds in the notebook's namespace, what breaks the rule): a skipped
+    cell may change only names of its own, never an object it did not create."""
+    bound, problems = set(), []
+    for node in _module_scope(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            problems.append("declares global names")
+    for node in _module_scope(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else \
+            node.targets if isinstance(node, ast.Delete) else []
+        calls = [node.func] if isinstance(node, ast.Call) and \
+            isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS else []
+        for target in [t for t in targets if isinstance(t, (ast.Attribute, ast.Subscript))] + calls:
+            base = target
+            while isinstance(base, (ast.Attribute, ast.Subscript, ast.Call)):
+                base = base.func if isinstance(base, ast.Call) else base.value
+            name = base.id if isinstance(base, ast.Name) else "?"
+            if name not in bound or name in bound_before:
+                problems.append(f"changes {ast.unparse(target)}, an object it did not create")
+    return bound, problems
+
+
+def skippable_cells(nb, name: str = "notebook") -> dict[str, frozenset]:
+    """{text, as the student receives it: the names it binds} of the course cells tagged
+    ``grader-skip``:
+    demos (a long training run, a timing) that the grader does not run, which is safe only if
+    no grade depends on them. The rule, checked here for every such cell (a violation is a
+    ``BuildError``, so that neither the build nor the grader accepts the notebook): it is an
+    ordinary code cell; every name it binds is its own (no cell the grader runs after it, nor
+    an official test, reads one); and it changes no object it did not create (no assignment
+    to an attribute or item of one, no mutating method call on one, no ``global``). A cell
+    that breaks the rule cannot be skipped: it has to run."""
+    texts, skipped, bound_before = {}, [], set()
+    for i, cell in enumerate(nb.cells):
+        where = f"{name}, cell {i}"
+        tags = cell.get("metadata", {}).get("tags", [])
+        tree = _python_ast(cell.source) if cell.cell_type == "code" else None
+        if GRADER_SKIP in tags:
+            if cell.cell_type != "code" or cell_kind(cell) != "":
+                raise BuildError(f"{where}: only an ordinary code cell can be {GRADER_SKIP}")
+            if tree is None:
+                raise BuildError(f"{where}: a {GRADER_SKIP} cell must be Python the grader "
+                                 "can read")
+            bound, problems = _skip_problems(tree, bound_before)
+            if problems:
+                raise BuildError(f"{where}: a {GRADER_SKIP} cell {problems[0]}")
+            skipped.append((i, bound))
+            texts[(wrap_demo(cell.source, where) if "exercise-raises" in tags
+                   else cell.source).strip()] = frozenset(bound)
+            continue
+        if tree is None:
+            continue
+        if skipped:
+            read = set(free_names(tree))
+            for j, bound in skipped:
+                if bound & read:
+                    raise BuildError(f"{name}, cell {j}: a {GRADER_SKIP} cell binds "
+                                     f"{sorted(bound & read)}, which cell {i} reads")
+        bound_before |= _bound_at_top(tree)
+    return texts
+
+
 def load_solutions(folder) -> dict[str, dict]:
     """Stem -> {"path", "title", "table", "imports", "student_names", "tests"} for every
     solution notebook. ``imports``: the top-level import statements of its ordinary code
@@ -138,7 +228,12 @@ def load_solutions(folder) -> dict[str, dict]:
                     "free": free_names(tree), "forbid": forbidden, "counts": counts}
         needed = {n for t in tests.values() for n in t["free"]}
         data_files = (nb.metadata.get("lrnn") or {}).get("data_files", [])
+        try:
+            skip = skippable_cells(nb, path.name)
+        except BuildError as e:
+            raise GradeError(str(e)) from None
         out[path.stem] = {"path": str(path), "title": title, "table": table,
+                          "skip_cells": skip,
                           "data_files": [str(f) for f in data_files], "course_cells": course,
                           "imports": _imports_of(imports, needed),
                           "student_names": student, "tests": tests, "namespace": None}

@@ -8,7 +8,8 @@ from .config import CHECK_CALL
 
 @dataclass
 class Step:
-    kind: str              # "code" (the student's cell, run in the kernel) or "test"
+    kind: str              # "code" (the student's cell, run in the kernel), "test", or "skip"
+                           # (a course demo no grade depends on, left unrun)
     cell: int | None       # index in the student's notebook (None: an appended test)
     source: str = ""       # code cells
     grade_id: str = ""     # tests
@@ -27,8 +28,12 @@ def _test_cell_for(cell, wanted: dict) -> str | None:
     return None
 
 
-def plan(nb, table: list[dict]):
-    """(steps, {grade_id: step index}, {grade_id: the student's answer text})."""
+def plan(nb, table: list[dict], skip=None):
+    """(steps, {grade_id: step index}, {grade_id: the student's answer text}). A code cell
+    whose text is a key of ``skip`` ({a course demo that no grade depends on, as the student
+    received it: the names it binds}) becomes a "skip" step, unless a later cell the grader
+    runs (the student's own) reads one of its names."""
+    skip = skip or {}
     wanted = {row["grade_id"]: row for row in table}
     steps, where, answers = [], {}, {}
     for index, cell in enumerate(nb.cells):
@@ -42,10 +47,26 @@ def plan(nb, table: list[dict]):
         if mgid in wanted and wanted[mgid]["kind"] == "manual" and mgid not in answers:
             answers[mgid] = cell.get("source", "")
         if cell.get("cell_type") == "code":
-            steps.append(Step("code", index, source=cell.get("source", "")))
+            source = cell.get("source", "")
+            steps.append(Step("skip" if source.strip() in skip else "code", index,
+                              source=source))
+    _run_what_students_read(steps, skip)
     for gid, row in wanted.items():
         if row["kind"] == "test" and gid not in where:
             where[gid] = len(steps)
             steps.append(Step("test", None, grade_id=gid))
     return steps, where, answers
 
+
+
+def _run_what_students_read(steps, skip: dict) -> None:
+    """A skipped demo whose names a later cell reads (a student's cell that uses its result)
+    runs after all: skipping it would fail that cell."""
+    from .solutions import _python_ast, free_names
+    read: set = set()
+    for step in reversed(steps):
+        if step.kind == "skip" and skip[step.source.strip()] & read:
+            step.kind = "code"
+        if step.kind == "code":
+            tree = _python_ast(step.source)
+            read |= set(free_names(tree)) if tree is not None else set()
