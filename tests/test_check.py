@@ -24,12 +24,21 @@ def chunked_ref(a, b, T):
     return lrnn.linear_scan(a, b, method="sequential")
 
 
-def convolve_ref(K, u):
-    L = u.shape[-2]
-    y = np.zeros(u.shape[:-2] + (L, K.shape[1]))
-    for j in range(L):
-        y[..., j:, :] += u[..., :L - j, :] @ K[j].T
-    return y
+def stack_ref(K1, D1, K2, D2):
+    """The stacked layer by brute force: its response to an impulse in each input channel."""
+    L, H = K1.shape[:2]
+    K = np.zeros((L, H, H))
+    for c in range(H):
+        u = np.zeros((L, H))
+        u[0, c] = 1.0
+        K[:, :, c] = layer(K2, D2, layer(K1, D1, u))
+    D = np.diagonal(K[0]).copy()
+    K[0] -= np.diag(D)
+    return K, D
+
+
+def layer(K, D, u):
+    return np.stack([sum(K[j] @ u[t - j] for j in range(t + 1)) for t in range(len(u))]) + D * u
 
 
 def radius_ref(A):
@@ -40,8 +49,10 @@ def ring_ref(u1, u2, r_min, r_max, max_phase):
     return lrnn.layers.lru.ring_from_uniforms(u1, u2, r_min=r_min, r_max=r_max, max_phase=max_phase)
 
 
-def cdf_ref(r, r_min, r_max):
-    return np.clip((r ** 2 - r_min ** 2) / (r_max ** 2 - r_min ** 2), 0, 1)
+def cdf_ref(t, r_min, r_max):
+    """P(−1/ln|λ| <= t): the ring's area inside the radius e^(−1/t), over the ring's area."""
+    radius = np.clip(np.exp(-1 / np.asarray(t, np.float64)), r_min, r_max)
+    return (radius - r_min) * (radius + r_min) / ((r_max - r_min) * (r_max + r_min))
 
 
 def states_ref(params, u):
@@ -52,14 +63,29 @@ def apply_ref(params, u):
     return lrnn.layers.lru.apply(params, u)
 
 
-def gamma_ref(nu_log, theta_log):
-    return 0.5 * np.log1p(-np.exp(-2 * np.exp(np.asarray(nu_log, np.float64))))
+def gamma_ref(nu_log, T):
+    """γ = 1/√(mean over k < T of E|x_k|²), E|x_k|² = E|x_{k−1}|² |λ|² + 1 step by step."""
+    s = np.exp(-2 * np.exp(np.asarray(nu_log, np.float64)))
+    variance, total = np.zeros_like(s), np.zeros_like(s)
+    for _ in range(T):
+        variance = s * variance + 1
+        total = total + variance
+    return -0.5 * np.log(total / T)
+
+
+def blowup_radial_ref(r_min, r_max):
+    """The mean of 1/(1 − r²) over r uniform on [r_min, r_max], by Gauss–Legendre quadrature."""
+    if r_min == r_max:
+        return 1 / (1 - r_max ** 2)
+    x, w = np.polynomial.legendre.leggauss(400)
+    r = r_min + (r_max - r_min) * (x + 1) / 2
+    return float(np.sum(w / (1 - r ** 2)) / 2)
 
 
 REFERENCES = {"1.1": lrnn.scan.binary_operator, "1.2": scan_ref, "1.3": chunked_ref,
-              "1.4": convolve_ref, "1.5": radius_ref, "2.1": ring_ref, "2.2": cdf_ref,
+              "1.4": stack_ref, "1.5": radius_ref, "2.1": ring_ref, "2.2": cdf_ref,
               "2.3": states_ref, "2.4": apply_ref, "2.5": gamma_ref,
-              "2.6": lambda a, b: lrnn.layers.lru.forward_blowup(a, b)}
+              "2.6": blowup_radial_ref}
 
 
 @pytest.mark.slow
@@ -123,9 +149,9 @@ def test_solution_source_is_never_shown():
 
 
 def test_shape_hint_transposed():
-    def transposed(K, u):
-        return np.swapaxes(convolve_ref(K, u), -1, -2)
-    msg = message("1.4", transposed)
+    def transposed(a, b):
+        return np.swapaxes(scan_ref(a, b), -1, -2)
+    msg = message("1.2", transposed)
     assert "has shape" in msg and "hint:" in msg
 
 
@@ -157,19 +183,36 @@ def test_reversed_time_hint():
     assert "you scan from the end" in message("1.2", backwards)
 
 
-def test_convolution_vs_correlation_hint():
-    def corr(K, u):
-        L = u.shape[-2]
-        y = np.zeros(u.shape[:-2] + (L, K.shape[1]))
-        for k in range(L):
-            for j in range(k + 1):
-                y[..., k, :] += u[..., j, :] @ K[j].T
-        return y
-    assert "K_j with u_{k-j}" in message("1.4", corr)
+def test_stacked_layer_hints():
+    def wrong(**how):
+        def stack(K1, D1, K2, D2):
+            K = np.zeros_like(K1)
+            for k in range(len(K1)):
+                for i in range(k + 1):
+                    K[k] += K1[k - i] @ K2[i] if how.get("swap") else K2[i] @ K1[k - i]
+            if not how.get("no_cross"):
+                K += K2 * D1 + D2[:, None] * K1
+            return K, (D1 + D2 if how.get("add_skips") else D1 * D2)
+        return stack
+    assert "wrong order" in message("1.4", wrong(swap=True))
+    assert "mix a kernel with a skip" in message("1.4", wrong(no_cross=True))
+    assert "they multiply" in message("1.4", wrong(add_skips=True))
+    assert "not by addition" in message("1.4", lambda K1, D1, K2, D2: (K1 + K2, D1 * D2))
+    assert "must be a pair" in message("1.4", lambda K1, D1, K2, D2: K1)
+    assert "has shape" in message("1.4", lambda K1, D1, K2, D2: (K1[0], D1))
 
 
 def test_operator_norm_hint():
     assert "largest singular value" in message("1.5", lambda A: np.linalg.norm(A, 2))
+
+
+def test_radius_specification_hints():
+    """Gelfand's formula at a fixed k: too small a k misses 1e-4, too large a k underflows."""
+    def at_power(k):
+        return lambda A: float(np.linalg.norm(np.linalg.matrix_power(np.asarray(A, float), k))
+                               ** (1 / k))
+    assert "Your k is too small" in message("1.5", at_power(60))
+    assert "underflow" in message("1.5", at_power(2 ** 12))
 
 
 def test_conjugate_hint():
@@ -193,17 +236,17 @@ def test_missing_skip_connection_hint():
 
 
 def test_constant_factor_hint():
-    msg = message("2.5", lambda nl, tl: 2 * gamma_ref(nl, tl))
-    assert "sqrt" in msg or "constant" in msg
+    msg = message("2.5", lambda nl, T: 2 * gamma_ref(nl, T))
+    assert "log γ²" in msg
 
 
 def test_generic_constant_factor_hint():
-    msg = message("1.4", lambda K, u: 3 * convolve_ref(K, u))
+    msg = message("1.2", lambda a, b: 3 * np.asarray(scan_ref(a, b)))
     assert "times a constant ≈ 3" in msg
 
 
 def test_sign_hint():
-    assert "wrong sign" in message("1.4", lambda K, u: -convolve_ref(K, u))
+    assert "wrong sign" in message("1.2", lambda a, b: -np.asarray(scan_ref(a, b)))
 
 
 def test_ring_half_missing_hint():
@@ -214,13 +257,14 @@ def test_ring_half_missing_hint():
 
 
 def test_cdf_linear_hint():
-    assert "grows like r²" in message("2.2", lambda r, a, b: np.clip((r - a) / (b - a), 0, 1))
+    assert "grows like r²" in message("2.2", lambda t, a, b: np.clip((np.exp(-1 / t) - a) / (b - a),
+                                                                     0, 1))
 
 
 def test_blowup_edge_case_hint():
     def naive(a, b):
         with np.errstate(all="ignore"):
-            return np.log((1 - a ** 2) / (1 - b ** 2)) / (b ** 2 - a ** 2)
+            return (np.arctanh(b) - np.arctanh(a)) / (b - a)
     msg = message("2.6", naive)
     assert "r_min = r_max" in msg and "limit" in msg
 

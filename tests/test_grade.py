@@ -64,7 +64,7 @@ WRONG_RADIUS = '''def spectral_radius(A):
     return float(np.linalg.norm(A, 2))'''
 CRASHING_KERNEL = '''def chunked_scan(a, b, T):
     return 1 / 0'''
-LOOPING_CONVOLVE = '''def convolve(K, u):
+LOOPING_STACK = '''def stack_layers(K1, D1, K2, D2):
     while True:
         pass'''
 CHEATING_OPERATOR = '''def binary_operator(left, right):
@@ -95,7 +95,7 @@ def graded(tmp_path_factory):
         "crash_01_linear_recurrence.ipynb": submission(
             {"ex1.3-solution": CRASHING_KERNEL},
             before_first_test=['raise RuntimeError("a crash at top level")']),
-        "loop_01_linear_recurrence.ipynb": submission({"ex1.4-solution": LOOPING_CONVOLVE}),
+        "loop_01_linear_recurrence.ipynb": submission({"ex1.4-solution": LOOPING_STACK}),
         "cheat_01_linear_recurrence.ipynb": submission({"ex1.1-solution": CHEATING_OPERATOR}),
         "review_01_linear_recurrence.ipynb": submission(before_first_test=[
             "import sys\n_here = sys._getframe(0).f_code.co_name"]),
@@ -507,7 +507,7 @@ def test_free_names_and_plan():
     assert sorted(g.free_names(ast.parse(code))) == ["all", "f", "g", "h", "np", "zip"]
     sols = g.load_solutions(SOLUTIONS)
     sol = sols["01_linear_recurrence"]
-    assert {"binary_operator", "parallel_scan", "chunked_scan", "convolve",
+    assert {"binary_operator", "parallel_scan", "chunked_scan", "stack_layers",
             "spectral_radius"} <= sol["student_names"]
     nb = submission()
     del nb.cells[next(i for i, c in enumerate(nb.cells)          # a deleted test cell goes

@@ -107,12 +107,13 @@ def test_habits(chapter):
 
 def test_tracing_sees_a_banned_function_reached_through_an_alias():
     """The positive control of ``banned_entered``: np.poly reaches numpy.linalg.eigvals through
-    numpy's own import of it; ``forbid`` traces what ran, so it fails the exercise too."""
+    numpy's own import of it; ``forbid`` traces what ran, so it fails the exercise too. (The
+    answer is the model one, which passes the visible check, plus that side computation.)"""
     done = build.solution(1)
     for cell in done.cells:
         if build.grade_id(cell) == "ex1.5-solution":
-            cell.source = ("def spectral_radius(A):\n"
-                           "    return float(np.max(np.abs(np.roots(np.poly(A)))))")
+            head, body = cell.source.split("\n", 1)
+            cell.source = f"{head}\n    np.roots(np.poly(np.asarray(A, float)))\n{body}"
     run = build.run_in_process(done)
     assert run.results["ex1.5"].startswith("ForbiddenCall"), run.results["ex1.5"]
     assert ("ex1.5", "numpy.linalg.eigvals") in run.banned_entered

@@ -33,8 +33,8 @@ def kernel(A, B, C, L):
     return Anything()
 
 
-def convolve(K, u):
-    return {object(): 1}
+def stack_layers(K1, D1, K2, D2):
+    return {object(): 1}, Anything()
 
 
 def spectral_radius(A):

@@ -28,10 +28,18 @@ print("operator:", np.allclose(binary_operator((a_me, b_me), (a_me, b_me))[1],
                                lrnn.scan.binary_operator((a_me, b_me), (a_me, b_me))[1]))
 print("parallel_scan:", np.allclose(parallel_scan(a_me, b_me), x_lib, rtol=1e-4, atol=1e-5))
 print("chunked_scan:", np.allclose(chunked_scan(a_me, b_me, 5), x_lib, rtol=1e-4, atol=1e-5))
-K_me = rng_me.standard_normal((33, 2, 3))
-u_me = rng_me.standard_normal((33, 3))
-y_loop = np.stack([sum(K_me[j] @ u_me[k - j] for j in range(k + 1)) for k in range(33)])
-print("convolve:", np.allclose(convolve(K_me, u_me), y_loop))
+K1_me, K2_me = rng_me.standard_normal((2, 9, 3, 3))
+D1_me, D2_me = rng_me.standard_normal((2, 3))
+u_me = rng_me.standard_normal((9, 3))
+
+
+def layer_me(K, D, u):
+    return np.stack([sum(K[j] @ u[k - j] for j in range(k + 1)) for k in range(len(u))]) + D * u
+
+
+K_me, D_me = stack_layers(K1_me, D1_me, K2_me, D2_me)
+print("stack_layers:", np.allclose(layer_me(K_me, D_me, u_me),
+                                   layer_me(K2_me, D2_me, layer_me(K1_me, D1_me, u_me))))
 A_me = rng_me.standard_normal((5, 5))
 print("spectral_radius:", np.isclose(spectral_radius(A_me),
                                      np.max(np.abs(np.linalg.eigvals(A_me))), rtol=1e-6))'''
@@ -139,26 +147,41 @@ def chunked_scan(a, b, T):
     x = local + running * h[..., :, None, :]
     return x.reshape(b.shape[:-2] + (-1, N))[..., :L, :]'''}
 
-CONVOLVE_1 = '''\
-def convolve(K, u):
-    """The causal convolution by FFT, zero-padded so that nothing wraps around."""
-    K, u = np.asarray(K), np.asarray(u)
-    L = u.shape[-2]
-    n = L + K.shape[0]
-    Kf = np.fft.fft(K, n=n, axis=0)                     # (n, P, H)
-    uf = np.fft.fft(u, n=n, axis=-2)                    # (..., n, H)
-    y = np.fft.ifft(np.einsum("...kh,kph->...kp", uf, Kf), axis=-2)[..., :L, :]
-    return y if np.iscomplexobj(K) or np.iscomplexobj(u) else y.real'''
+STACK_LAYERS_1 = {"helpers": ['''\
+def kernel_product(P, Q):
+    """(P * Q)_k = sum_i P_i Q_{k-i}: the causal convolution of two matrix kernels."""
+    out = np.zeros((len(P),) + P.shape[1:])
+    for k in range(len(P)):
+        for i in range(k + 1):
+            out[k] += P[i] @ Q[k - i]
+    return out'''], "answer": '''\
+def stack_layers(K1, D1, K2, D2):
+    K1, K2 = np.asarray(K1, float), np.asarray(K2, float)
+    D1, D2 = np.asarray(D1, float), np.asarray(D2, float)
+    K = kernel_product(K2, K1)                  # layer 2's kernel on layer 1's kernel
+    K = K + K2 @ np.diag(D1) + np.diag(D2) @ K1  # each kernel with the other's skip
+    return K, D1 * D2'''}
 
-CONVOLVE_2 = '''\
-def convolve(K, u):
-    K, u = np.asarray(K), np.asarray(u)
-    L = u.shape[-2]
-    outputs = []
-    for k in range(L):
-        window = u[..., k::-1, :]                       # u_k, u_{k-1}, ..., u_0
-        outputs.append(np.einsum("jph,...jh->...p", K[:k + 1], window))
-    return np.stack(outputs, axis=-2)'''
+STACK_LAYERS_2 = '''\
+import jax.numpy as jnp
+
+
+def stack_layers(K1, D1, K2, D2):
+    # the first layer as an L x L block matrix acting on the whole sequence: output t, input s
+    L, H = K1.shape[0], K1.shape[1]
+
+    def big(K, D):
+        M = jnp.zeros((L, H, L, H))
+        for t in range(L):
+            for s in range(t + 1):
+                M = M.at[t, :, s, :].set(K[t - s])
+            M = M.at[t, :, t, :].add(jnp.diag(D))
+        return M.reshape(L * H, L * H)
+    M = (big(jnp.asarray(K2), jnp.asarray(D2)) @ big(jnp.asarray(K1), jnp.asarray(D1)))
+    M = M.reshape(L, H, L, H)
+    D = jnp.diagonal(M[0, :, 0, :])
+    K = jnp.stack([M[k, :, 0, :] for k in range(L)]).at[0].add(-jnp.diag(D))
+    return K, D'''
 
 SPECTRAL_RADIUS_1 = {"helpers": ['''\
 def normalised(M):
@@ -199,7 +222,7 @@ VARIANTS = {
     "ex1.1-solution": [BINARY_OPERATOR_1, BINARY_OPERATOR_2],
     "ex1.2-solution": [PARALLEL_SCAN_1, PARALLEL_SCAN_2],
     "ex1.3-solution": [CHUNKED_SCAN_1, CHUNKED_SCAN_2],
-    "ex1.4-solution": [CONVOLVE_1, CONVOLVE_2],
+    "ex1.4-solution": [STACK_LAYERS_1, STACK_LAYERS_2],
     "ex1.5-solution": [SPECTRAL_RADIUS_1, SPECTRAL_RADIUS_2],
     "ex1.7-solution": ['first_step_below_1pc = 90.0',
                        'import math\n\nfirst_step_below_1pc = math.ceil(math.log(0.01) / math.log(0.95))'],

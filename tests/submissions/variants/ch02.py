@@ -10,7 +10,6 @@ print(lru.ring_from_uniforms(np.array([0.3]), np.array([0.6]), r_min=0.5, r_max=
 p_try = lru.init(jax.random.PRNGKey(0), 2, 4)
 u_try = np.ones((5, 2), np.float32)
 print(lru.hidden_states(p_try, u_try).shape, lru.apply(p_try, u_try).shape)'''],
-    "ex2.6-solution": ['print(lru.forward_blowup(0.9, 0.999), lru.forward_blowup(0.0, 0.9))'],
 }
 
 SELF_CHECK = '''\
@@ -22,15 +21,17 @@ lib = lru.ring_from_uniforms(u1_me, u2_me, r_min=0.4, r_max=0.9, max_phase=np.pi
 print("ring:", all(np.allclose(m, l, rtol=1e-5, atol=1e-6) for m, l in zip(mine, lib)))
 nu_me, _ = lru.ring_init(jax.random.PRNGKey(5), 20000, 0.3, 0.9)
 modulus_me = np.exp(-np.exp(np.asarray(nu_me, np.float64)))
-print("cdf:", abs(np.mean(modulus_me <= 0.6) - ring_radius_cdf(0.6, 0.3, 0.9)) < 0.02)
+print("cdf:", abs(np.mean(-1 / np.log(modulus_me) <= 2.0) - memory_cdf(2.0, 0.3, 0.9)) < 0.02)
 p_me = lru.init(jax.random.PRNGKey(3), 3, 5, r_min=0.5, r_max=0.95)
 u_me = rng_me.standard_normal((2, 20, 3)).astype(np.float32)
 print("states:", np.allclose(lru_hidden_states(p_me, u_me), lru.hidden_states(p_me, u_me),
                              rtol=1e-3, atol=1e-4))
 print("apply:", np.allclose(lru_apply(p_me, u_me), lru.apply(p_me, u_me), rtol=1e-3, atol=1e-4))
-print("gamma:", np.allclose(gamma_log_init(p_me["nu_log"], p_me["theta_log"]), p_me["gamma_log"],
-                            atol=1e-5))
-print("blow-up:", np.isclose(forward_blowup(0.5, 0.9), lru.forward_blowup(0.5, 0.9)))'''
+print("gamma:", np.allclose(gamma_log_for_length(p_me["nu_log"], 20_000), p_me["gamma_log"],
+                            atol=1e-3))
+radii_me = rng_me.uniform(0.5, 0.9, 200_000)
+mean_me = np.mean(1 / (1 - radii_me ** 2))
+print("blow-up:", abs(mean_me / forward_blowup_radial(0.5, 0.9) - 1) < 0.01)'''
 
 RING_1 = '''\
 def ring_from_uniforms(u1, u2, r_min, r_max, max_phase):
@@ -53,22 +54,28 @@ def ring_from_uniforms(u1, u2, r_min, r_max, max_phase):
     return nu_log, theta_log'''}
 
 CDF_1 = '''\
-def ring_radius_cdf(r, r_min, r_max):
-    r = np.asarray(r, dtype=np.float64)
-    share = (r ** 2 - r_min ** 2) / (r_max ** 2 - r_min ** 2)
-    return np.where(r < r_min, 0.0, np.where(r > r_max, 1.0, share))'''
+def memory_cdf(t, r_min, r_max):
+    t = np.asarray(t, dtype=np.float64)
+    radius = np.exp(-1.0 / t)                         # τ = t exactly at this |λ|
+    share = (radius ** 2 - r_min ** 2) / (r_max ** 2 - r_min ** 2)
+    return np.where(radius < r_min, 0.0, np.where(radius > r_max, 1.0, share))'''
 
-CDF_2 = '''\
-def ring_radius_cdf(r, r_min, r_max):
-    def one(radius):                      # the area inside `radius`, over the ring's area
-        if radius <= r_min:
-            return 0.0
-        if radius >= r_max:
-            return 1.0
-        return (radius * radius - r_min * r_min) / (r_max * r_max - r_min * r_min)
+CDF_2 = {"helpers": ['''\
+import math
 
-    r = np.asarray(r, dtype=np.float64)
-    return np.array([one(v) for v in r.ravel()]).reshape(r.shape)'''
+
+def area_share(radius, r_min, r_max):
+    """The share of the ring's area inside `radius`."""
+    if radius <= r_min:
+        return 0.0
+    if radius >= r_max:
+        return 1.0
+    return (radius * radius - r_min * r_min) / (r_max * r_max - r_min * r_min)'''], "answer": '''\
+def memory_cdf(t, r_min, r_max):
+    t = np.asarray(t, dtype=np.float64)
+    # memory <= t  <=>  ln|λ| <= −1/t
+    shares = [area_share(math.exp(-1 / v), r_min, r_max) for v in t.ravel()]
+    return np.array(shares).reshape(t.shape)'''}
 
 STATES_1 = '''\
 def lru_hidden_states(params, u):
@@ -125,36 +132,44 @@ def lru_apply(params, u):
     return read_out(params, x) + jnp.asarray(params["D"]) * jnp.asarray(u)'''}
 
 GAMMA_1 = '''\
-def gamma_log_init(nu_log, theta_log):
+def gamma_log_for_length(nu_log, T):
     nu_log = np.asarray(nu_log, dtype=np.float64)
-    radius = np.exp(-np.exp(nu_log))                  # |λ|
-    return np.log(np.sqrt(1 - radius ** 2))'''
+    s = np.exp(-2 * np.exp(nu_log))                   # |λ|²
+    total = 0.0
+    for k in range(T):                                # E|x_k|² / γ² = 1 + s + … + s^k
+        total = total + (1 - s ** (k + 1)) / (1 - s)
+    return np.log(np.sqrt(T / total))'''
 
-GAMMA_2 = '''\
-def gamma_log_init(nu_log, theta_log):
-    """½ log(1 − |λ|²) with 1 − |λ|² = −expm1(−2ν): accurate near the unit circle."""
+GAMMA_2 = {"helpers": ['''\
+def geometric(s, n):
+    """1 + s + … + s^(n−1), with 1 − s = −expm1(log s) kept exact near s = 1."""
+    return -np.expm1(n * np.log(s)) / -np.expm1(np.log(s))'''], "answer": '''\
+def gamma_log_for_length(nu_log, T):
     nu = np.exp(np.asarray(nu_log, dtype=np.float64))
-    return 0.5 * np.log(-np.expm1(-2.0 * nu))'''
+    s = np.exp(-2.0 * nu)
+    # Σ_{k<T} Σ_{i≤k} s^i = (T − s·(1 + … + s^(T−1))) / (1 − s)
+    summed = (T - s * geometric(s, T)) / -np.expm1(-2.0 * nu)
+    return 0.5 * (np.log(T) - np.log(summed))'''}
 
 BLOWUP_1 = '''\
-def forward_blowup(r_min, r_max):
-    a, b = r_min ** 2, r_max ** 2
-    if b == a:                                        # a thin ring: one eigenvalue modulus
-        return 1.0 / (1.0 - b)
-    return float((np.log(1.0 - a) - np.log(1.0 - b)) / (b - a))'''
+def forward_blowup_radial(r_min, r_max):
+    if r_max == r_min:                                # a thin ring: one eigenvalue modulus
+        return 1.0 / (1.0 - r_max ** 2)
+    area = 0.5 * (np.log((1 + r_max) / (1 - r_max)) - np.log((1 + r_min) / (1 - r_min)))
+    return float(area / (r_max - r_min))'''
 
 BLOWUP_2 = {"helpers": ['''\
 import math
 
 
-def mean_of_inverse(lo, hi):
-    """The mean of 1/(1 − s) for s uniform on [lo, hi], the limit 1/(1 − hi) when lo = hi."""
-    width = hi - lo
+def antiderivative(r):
+    """∫_0^r dq / (1 − q²) = ½ (log(1 + r) − log(1 − r))."""
+    return 0.5 * (math.log1p(r) - math.log1p(-r))'''], "answer": '''\
+def forward_blowup_radial(r_min, r_max):
+    width = r_max - r_min
     if width == 0:
-        return 1 / (1 - hi)
-    return math.log1p(width / (1 - hi)) / width'''], "answer": '''\
-def forward_blowup(r_min, r_max):
-    return float(mean_of_inverse(r_min * r_min, r_max * r_max))'''}
+        return 1 / ((1 - r_max) * (1 + r_max))
+    return (antiderivative(r_max) - antiderivative(r_min)) / width'''}
 
 VARIANTS = {
     "ex2.1-solution": [RING_1, RING_2],

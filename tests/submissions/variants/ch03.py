@@ -2,9 +2,12 @@
 
 SCRATCH = {
     "ex3.1-solution": ['''\
-from scipy.linalg import expm
-M_try = np.random.default_rng(0).standard_normal((4, 4))
-print(np.abs(expm(M_try - M_try.T) - np.asarray(lrnn.orthogonal.skew_expm(M_try))).max())'''],
+import scipy.linalg
+import jax.scipy.linalg
+M_try = 20 * np.random.default_rng(0).standard_normal((4, 4))
+A_lib = np.asarray(lrnn.orthogonal.skew_expm(M_try))
+print(np.abs(scipy.linalg.expm(M_try - M_try.T) - A_lib).max())
+print(np.abs(jax.scipy.linalg.expm(jnp.asarray(M_try - M_try.T)) - skew_expm(M_try)).max())'''],
     "ex3.2-solution": ['''\
 b_try = np.zeros((6, 4), np.float32)
 b_try[0] = [1, 0, 0, 1]
@@ -147,23 +150,17 @@ def rotgru_cell(params, h, x_t):
 
 ROTGRU_2 = '''\
 def rotgru_cell(params, h, x_t):
-    """All sigmoid gates in one product; the rotation as complex multiplication."""
-    h, x_t = jnp.asarray(h), jnp.asarray(x_t)
-    n = h.shape[-1]
-    xcat = jnp.concatenate([h, x_t], axis=-1)
-    names = ["z", "r"] + (["rot"] if "W_rot" in params else [])
-    W = jnp.concatenate([params[f"W_{g}"] for g in names], axis=0)
-    bias = jnp.concatenate([params[f"b_{g}"] for g in names])
-    gates = jax.nn.sigmoid(xcat @ W.T + bias)
-    z, reset = gates[..., :n], gates[..., n:2 * n]
-    d = h * reset
+    """The given step with its two lines mended: the gated state turns, z weighs the candidate."""
+    xc = jnp.concatenate([h, x_t], axis=-1)
+    z = jax.nn.sigmoid(xc @ params["W_z"].T + params["b_z"])
+    reset = jax.nn.sigmoid(xc @ params["W_r"].T + params["b_r"])
+    state = reset * h
     if "W_rot" in params:
-        angle = 2 * jnp.pi * gates[..., 2 * n:]
-        pair = (d[..., 0::2] + 1j * d[..., 1::2]) * jnp.exp(1j * angle)
-        d = jnp.stack([pair.real, pair.imag], axis=-1).reshape(d.shape)
-    candidate = jnp.tanh(jnp.concatenate([d, x_t], axis=-1) @ params["W_h"].T + params["b_h"])
-    h_t = (1 - z) * h + z * candidate
-    return h_t, h_t'''
+        u = 2 * jnp.pi * jax.nn.sigmoid(xc @ params["W_rot"].T + params["b_rot"])
+        state = rotate_pairs(state, u)
+    h_hat = jnp.tanh(jnp.concatenate([state, x_t], axis=-1) @ params["W_h"].T + params["b_h"])
+    h_new = z * h_hat + (1 - z) * h
+    return h_new, h_new'''
 
 VARIANTS = {
     "ex3.1-solution": [SKEW_EXPM_1, SKEW_EXPM_2],

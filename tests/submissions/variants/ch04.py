@@ -16,7 +16,7 @@ print("xi at rho = 0:", np.isclose(xi_correlated(P_me, np.array([0.2, 1.0]), B_m
                                     np.sqrt((1 - 0.81) / np.sum(B_me ** 2))))
 lam_me = np.array([0.5, 0.9j], np.complex64)
 B2_me = np.ones((2, 2), np.complex64)
-print("E|x_1|^2:", np.isclose(np.asarray(lru_expected_sq_norm(lam_me, B2_me, np.array([1])))[0], 4.0))
+print("t to 90 %:", steps_to_fraction(lam_me, B2_me, 0.9), steps_to_fraction(lam_me[1:], B2_me[1:], 0.9))
 p_me = lrnn.layers.rotrnn.init(jax.random.PRNGKey(2), 3, 8, 2)
 u_me = jnp.asarray(rng_me.standard_normal((2, 7, 3)), jnp.float32)
 for scale in (False, True):
@@ -81,28 +81,33 @@ def mc_expected_sq_norm(key, A, B, gamma, alpha, x1, T, n_samples):
     return mean, stderr'''
 
 NORM_1 = '''\
-def lru_expected_sq_norm(lam, B, t):
-    lam = np.asarray(lam, np.complex128)
+def steps_to_fraction(lam, B, q):
+    r2 = np.abs(np.asarray(lam, np.complex128)) ** 2
     b = np.sum(np.abs(np.asarray(B, np.complex128)) ** 2, axis=1)
-    t = np.asarray(t)
-    total = np.zeros(t.shape)
-    for b_k, lam_k in zip(b, lam):                   # state by state
-        r2 = abs(lam_k) ** 2
-        if abs(1 - r2) < 1e-12:                      # on the circle: t equal terms
-            total += b_k * t
-        else:
-            total += b_k * (1 - r2 ** t) / (1 - r2)
-    return total'''
+    limit = np.sum(b / (1 - r2))                     # eq. 27 as t -> infinity
+    e = np.zeros(len(b))
+    t = 0
+    while True:                                      # step the expected norms forward
+        t += 1
+        e = r2 * e + b                               # E|x_t,k|^2 from E|x_t-1,k|^2
+        if e.sum() >= q * limit:
+            return t'''
 
-NORM_2 = '''\
-def lru_expected_sq_norm(lam, B, t):
-    """The geometric sums by a cumulative sum, no division (|λ| = 1 needs no care)."""
-    r2 = np.abs(np.asarray(lam, np.complex128)) ** 2              # (N,)
-    b = np.sum(np.abs(np.asarray(B, np.complex128)) ** 2, axis=1)
-    t = np.asarray(t, dtype=int)
-    powers = r2[None, :] ** np.arange(t.max())[:, None]           # |λ_k|^{2i}, i < max t
-    partial_sums = np.cumsum(powers, axis=0)
-    return partial_sums[t - 1] @ b'''
+NORM_2 = {"helpers": ['''\
+def channel_steps(r2, q):
+    """First t with |lambda|^(2t) <= 1 - q, channel by channel."""
+    return np.maximum(1, np.ceil(np.log(1 - q) / np.log(np.clip(r2, 1e-30, None))))'''],
+          "answer": '''\
+def steps_to_fraction(lam, B, q):
+    """Every t up to the slowest channel at once, then the first that reaches q."""
+    r2 = jnp.abs(jnp.asarray(lam)) ** 2
+    b = jnp.sum(jnp.abs(jnp.asarray(B)) ** 2, axis=1)
+    weights = b / (1 - r2)
+    weights = weights / weights.sum()
+    last = int(channel_steps(np.asarray(r2, np.float64), q).max()) + 2
+    t = jnp.arange(1, last + 1)
+    fraction = 1 - jnp.sum(weights * r2 ** t[:, None], axis=1)
+    return int(t[jnp.argmax(fraction >= q)])'''}
 
 STATES_1 = {"helpers": ['''\
 from scipy.linalg import expm

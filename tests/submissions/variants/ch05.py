@@ -111,13 +111,21 @@ def ornn_step(params, h, x_t):
            + np.asarray(params["b"]))
     return np.where(pre > 0, pre, 0.1 * pre)'''
 
-STEP_2 = '''\
+STEP_2 = {"helpers": ['''\
+def reflect(v, u):
+    """H(u) v for every row of v."""
+    return v - np.outer(v @ u, u) * (2.0 / (u @ u))'''], "answer": '''\
 def ornn_step(params, h, x_t):
-    sign = 2.0 * (jnp.asarray(params["u1"]) > 0) - 1.0 if "u1" in params else None
-    W = householder_chain(jnp.asarray(params["U"]), sign)
-    z = (jnp.einsum("ij,...j->...i", W, jnp.asarray(h))
-         + jnp.einsum("ij,...j->...i", jnp.asarray(params["V"]), jnp.asarray(x_t)) + params["b"])
-    return jax.nn.leaky_relu(z, negative_slope=0.1)'''
+    U = np.asarray(params["U"], np.float64)
+    v = np.array(h, np.float64).reshape(-1, U.shape[0])   # rows: the batch
+    cols = list(range(U.shape[1]))
+    if "u1" in params:                               # H_1 is the rightmost factor: first
+        v[:, -1] *= 1.0 if float(params["u1"]) > 0 else -1.0
+        cols = cols[:-1]
+    for j in cols[::-1]:                             # then H(U[:, m−1]), ..., H(U[:, 0])
+        v = reflect(v, U[:, j])
+    z = v.reshape(np.shape(h)) + np.asarray(x_t) @ np.asarray(params["V"]).T + params["b"]
+    return np.maximum(z, 0.1 * z)'''}
 
 VARIANTS = {
     "ex5.1-solution": [REFLECTOR_1, REFLECTOR_2],

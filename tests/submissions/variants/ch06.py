@@ -29,7 +29,7 @@ def counting_op(left, right):
 jax.make_jaxpr(lambda v: jax.lax.associative_scan(counting_op, (v, v)))(jnp.ones(100))
 print("odd_even_work_depth:", tuple(odd_even_work_depth(100)) == (sum(calls_me), sum(1 for n in calls_me if n > 0)))
 print("scan_bytes:", scan_bytes((2, 10, 4), "float32", time_varying=True) == 2 * 10 * 4 * 4 * 3)
-print("fraction_of_floor:", np.isclose(fraction_of_floor((2, 10, 4), 1.0, 1e-9), 1280.0))'''
+print("passes_at_most:", passes_at_most((2, 10, 4), 4.5 * 640e-9, 1.0) == 3)'''
 
 BYTES_1 = '''\
 def scan_bytes(shape, dtype="complex64", time_varying=False, passes=1):
@@ -92,23 +92,32 @@ def scan_vjp(a, x, x_bar):
         a_bar += (b_bar[..., t, :] * x[..., t - 1, :]).reshape(-1, x.shape[-1]).sum(axis=0)
     return a_bar, b_bar'''
 
-FLOOR_1 = '''\
-def fraction_of_floor(shape, seconds, copy_GBps, dtype="complex64", time_varying=False, passes=1):
-    return scan_bytes(shape, dtype, time_varying, passes) / (copy_GBps * 1e9 * seconds)'''
+PASSES_1 = '''\
+def passes_at_most(shape, seconds, copy_GBps, dtype="complex64", time_varying=False):
+    p = 0
+    while scan_bytes(shape, dtype, time_varying, passes=p + 1) <= seconds * copy_GBps * 1e9:
+        p += 1                                       # one more pass still fits
+    return p'''
 
-FLOOR_2 = {"helpers": ['''\
+PASSES_2 = {"helpers": ['''\
 def copy_time(n_bytes, GBps):
     """Seconds to move n_bytes at GBps (1 GB = 1e9 bytes)."""
     return n_bytes / GBps / 1e9'''], "answer": '''\
-def fraction_of_floor(shape, seconds, copy_GBps, dtype="complex64", time_varying=False, passes=1):
-    moved = scan_bytes(shape, dtype=dtype, time_varying=time_varying, passes=passes)
-    return copy_time(moved, copy_GBps) / seconds'''}
+def passes_at_most(shape, seconds, copy_GBps, dtype="complex64", time_varying=False):
+    """Time of x's write, then of one pass; the passes fill what is left of the measured time."""
+    n = int(np.prod(shape))
+    array_time = copy_time(n * np.dtype(dtype).itemsize, copy_GBps)
+    arrays_per_pass = 2 if time_varying else 1
+    left = seconds - array_time
+    if left < 0:
+        return 0
+    return int(np.floor(left / (arrays_per_pass * array_time)))'''}
 
 VARIANTS = {
     "ex6.1-solution": [BYTES_1, BYTES_2],
     "ex6.2-solution": [WORK_DEPTH_1, WORK_DEPTH_2],
     "ex6.3-solution": [VJP_1, VJP_2],
-    "ex6.4-solution": [FLOOR_1, FLOOR_2],
+    "ex6.4-solution": [PASSES_1, PASSES_2],
     "ex6.6-solution": ['rows_in_flight = 95',
                        'bytes_needed = 2.94e12 * 0.53e-6\nrows_in_flight = bytes_needed / (4 * 256 * 16)'],
 }

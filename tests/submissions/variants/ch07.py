@@ -10,19 +10,20 @@ print(sum(int(np.size(v)) for v in jax.tree_util.tree_leaves(p_try)))'''],
 }
 
 SELF_CHECK = '''\
-# my own final check against sampling, the library and SciPy
-from scipy import stats as stats_me
+# my own final check against sampling and the library
 nu_me, _ = lrnn.layers.lru.ring_init(jax.random.PRNGKey(3), 20000, r_min=0.5, r_max=0.999)
 mod_me = np.exp(-np.exp(np.asarray(nu_me, np.float64)))
 print("fraction_remembering:",
       abs(np.mean(mod_me ** 300 >= 0.3) - fraction_remembering(0.5, 0.999, 300, 0.3)) < 0.02)
-for layer_me, p_me in (("lru", lrnn.layers.lru.init(jax.random.PRNGKey(0), 16, 12)),
-                       ("rotrnn", lrnn.layers.rotrnn.init(jax.random.PRNGKey(0), 16, 12, 3))):
-    n_me = sum(int(np.size(v)) for v in jax.tree_util.tree_leaves(p_me))
-    print("layer_param_count", layer_me, layer_param_count(layer_me, 16, 12, 3) == n_me)
-a_me, b_me = [0.9, 0.8, 0.7], [0.85, 0.75, 0.6]
-u_me = stats_me.mannwhitneyu(a_me, b_me).statistic / 9
-print("win_probability:", np.isclose(win_probability(a_me, b_me), u_me),
+p_lru_me = lrnn.layers.lru.init(jax.random.PRNGKey(0), 16, 12)
+n_lru_me = sum(int(np.size(v)) for v in jax.tree_util.tree_leaves(p_lru_me))
+N_me = matching_rotrnn_state(16, 12, 4)
+p_rot_me = lrnn.layers.rotrnn.init(jax.random.PRNGKey(0), 16, N_me, N_me // 4)
+n_rot_me = sum(int(np.size(v)) for v in jax.tree_util.tree_leaves(p_rot_me))
+print("matching_rotrnn_state:", N_me, n_rot_me, "against", n_lru_me)
+ranks_me = np.argsort(np.random.default_rng(7).random((4000, 5)), axis=1)
+sweeps_me = np.mean(ranks_me[:, :2].max(axis=1) < 2)        # seeds 0, 1 are A's: both best
+print("seeds_needed:", seeds_needed(2, 0.2), "a sweep of 2 against 3 by sampling:", sweeps_me,
       np.isclose(r_min_for_memory(100, 0.5) ** 100, 0.5))'''
 
 R_MIN_1 = '''\
@@ -59,55 +60,57 @@ def fraction_remembering(r_min, r_max, T, q):
         return float(hi >= s_star)
     return float(np.clip((hi - s_star) / (hi - lo), 0.0, 1.0))'''
 
-COUNT_1 = '''\
-def layer_param_count(layer, d_model, d_state, n_heads=1):
-    H, N = d_model, d_state
-    if layer == "lru":
-        shapes = {"nu_log": (N,), "theta_log": (N,), "gamma_log": (N,), "B_re": (N, H),
-                  "B_im": (N, H), "C_re": (H, N), "C_im": (H, N), "D": (H,)}
-    else:
-        n = N // n_heads
-        shapes = {"M": (n_heads, n, n), "theta": (n_heads, n // 2), "nu_log": (n_heads,),
-                  "B": (n_heads, n, H), "C": (H, N), "D": (H,)}
-    return int(sum(np.prod(s) for s in shapes.values()))'''
+MATCH_1 = '''\
+def matching_rotrnn_state(d_model, d_state, head_size=8):
+    H = d_model
+    lru_shapes = [(d_state,)] * 3 + [(d_state, H)] * 2 + [(H, d_state)] * 2 + [(H,)]
 
-COUNT_2 = '''\
-def layer_param_count(layer, d_model, d_state, n_heads=1):
-    if layer == "lru":
-        per_state = 3 + 4 * d_model          # ν, θ, γ; a row of B̃ and a column of C̃, re and im
-        return d_state * per_state + d_model
-    head = d_state // n_heads
-    per_head = head * head + head // 2 + 1 + head * d_model    # M_h, θ_h, ν_h, B_h
-    return n_heads * per_head + d_model * d_state + d_model    # + C, D'''
+    def rot_count(heads):
+        n = head_size
+        shapes = [(heads, n, n), (heads, n // 2), (heads,), (heads, n, H), (H, heads * n), (H,)]
+        return sum(int(np.prod(s)) for s in shapes)
+    target = sum(int(np.prod(s)) for s in lru_shapes)
+    heads = 1
+    while rot_count(heads + 1) <= target:           # walk up while the next one fits
+        heads += 1
+    if abs(rot_count(heads + 1) - target) < abs(rot_count(heads) - target):
+        heads += 1
+    return heads * head_size'''
 
-WIN_1 = '''\
-def win_probability(a, b, higher_is_better=True):
-    score = 0.0
-    for x in a:                                      # every pair of seeds
-        for y in b:
-            if x == y:
-                score += 0.5
-            elif (x > y) == higher_is_better:
-                score += 1
-    return score / (len(a) * len(b))'''
+MATCH_2 = '''\
+def matching_rotrnn_state(d_model, d_state, head_size=8):
+    """Solve count_rot(k) = count_lru for real k, then compare the whole numbers around it."""
+    lru_params = d_state * (3 + 4 * d_model) + d_model
+    one_head = head_size ** 2 + head_size // 2 + 1 + 2 * head_size * d_model
+    k_real = (lru_params - d_model) / one_head
+    candidates = np.array([max(1, int(np.floor(k_real))), max(1, int(np.ceil(k_real)))])
+    gaps = np.abs(d_model + candidates * one_head - lru_params)
+    return int(candidates[np.argmin(gaps)] * head_size)     # argmin: the first (smaller) on ties'''
 
-WIN_2 = {"helpers": ['''\
-from scipy.stats import rankdata'''], "answer": '''\
-def win_probability(a, b, higher_is_better=True):
-    """Mann–Whitney U from the rank sum of A (ties get their average rank)."""
-    a = np.asarray(a, np.float64).ravel()
-    b = np.asarray(b, np.float64).ravel()
-    if not higher_is_better:
-        a, b = -a, -b
-    ranks = rankdata(np.concatenate([a, b]))
-    U = ranks[:len(a)].sum() - len(a) * (len(a) + 1) / 2
-    return float(U / (len(a) * len(b)))'''}
+SEEDS_1 = '''\
+def seeds_needed(n_a, alpha):
+    n_b = 0
+    p_sweep = 1.0
+    while p_sweep > alpha:
+        n_b += 1
+        p_sweep = 1.0
+        for i in range(n_a):            # the i-th best result must be one of A's remaining seeds
+            p_sweep *= (n_a - i) / (n_a + n_b - i)
+    return n_b'''
+
+SEEDS_2 = {"helpers": ['''\
+from scipy import special'''], "answer": '''\
+def seeds_needed(n_a, alpha):
+    """All n_a-subsets of the n_a + n_b ranks are equally likely; a sweep is one of them."""
+    n_b = np.arange(1, 200_000)
+    ok = special.comb(n_a + n_b, n_a) >= 1 / alpha
+    return int(n_b[np.argmax(ok)])'''}
 
 VARIANTS = {
     "ex7.1-solution": [R_MIN_1, R_MIN_2],
     "ex7.2-solution": [FRACTION_1, FRACTION_2],
-    "ex7.3-solution": [COUNT_1, COUNT_2],
-    "ex7.4-solution": [WIN_1, WIN_2],
-    "ex7.6-solution": ['all_three_by_luck = 0.05',
-                       'from math import comb\n\nall_three_by_luck = 1 / comb(6, 3)'],
+    "ex7.3-solution": [MATCH_1, MATCH_2],
+    "ex7.4-solution": [SEEDS_1, SEEDS_2],
+    "ex7.6-solution": ['eight_of_nine_by_luck = 0.1',
+                       'from math import comb\n\neight_of_nine_by_luck = 2 / comb(6, 3)'],
 }

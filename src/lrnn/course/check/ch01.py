@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from ._core import (alternative, call, crandn, exercise, expect, expect_close, expect_prediction,
-                    randn, reference_scan, when)
+                    expect_shape, randn, reference_scan, when)
 
 
 
@@ -136,31 +136,72 @@ def _(fn, rng):
                      ])
 
 
-@exercise("1.4", points=3, title="the convolution y = K * u",
-          reference="chapter 1, eqs. (1.1)–(1.2) (the causal convolution with K_j = C A^j B; "
-                    "LRU eq. 4)",
-          stronger_hint="y_t = Σ_{j=0}^{t} K_j u_{t−j}: loop over the lag j, not over the time t. "
-                        "For one lag j, every output from t = j on gets u shifted j steps later, "
-                        "times K_jᵀ (K_j has shape (d_out, d_in)); the first j outputs get nothing "
-                        "from that lag.")
+def run_layer(K, D, u):
+    """y_t = Σ_{k≤t} K_k u_{t−k} + D ⊙ u_t (eq. 1.2) in float64, one output step at a time:
+    K (L, H, H), D (H,), u (..., L, H) -> y (..., L, H)."""
+    K, D, u = (np.asarray(v, np.float64) for v in (K, D, u))
+    y = np.zeros(u.shape)
+    for t in range(u.shape[-2]):
+        for k in range(t + 1):
+            y[..., t, :] += u[..., t - k, :] @ K[k].T
+    return y + D * u
+
+
+def _stacked(K1, D1, K2, D2, *, order="right", cross=True, skip="product"):
+    """The kernel and skip of layer 2 after layer 1, or one of the typical wrong ones."""
+    K1, D1, K2, D2 = (np.asarray(v, np.float64) for v in (K1, D1, K2, D2))
+    K = np.zeros_like(K1)
+    for k in range(len(K1)):
+        for i in range(k + 1):
+            K[k] += K2[i] @ K1[k - i] if order == "right" else K1[k - i] @ K2[i]
+    if cross:
+        K += K2 * D1 + D2[:, None] * K1
+    return K, (D1 * D2 if skip == "product" else D1 + D2)
+
+
+@exercise("1.4", points=3, title="two linear layers in a row are one layer",
+          reference="chapter 1, eqs. (1.1)–(1.2) (a layer as the causal convolution with K_k = "
+                    "C A^k B plus the skip D; LRU eq. 4)",
+          stronger_hint="write v_s = Σ_j K¹_j u_{s−j} + D¹ u_s and put it into y_t = Σ_i K²_i "
+                        "v_{t−i} + D² v_t. Four products appear: K² with K¹ (a convolution of the "
+                        "two kernels, K²_i K¹_j with i + j = k: the first layer's matrix on the "
+                        "right), K² with D¹, D² with K¹ (each at lag k alone), and D² with D¹ "
+                        "(the new skip). Diagonal D¹ scales the columns of K², D² the rows of K¹.")
 def _(fn, rng):
-    for lead, length, h, p in [((), 5, 2, 3), ((), 1, 1, 1), ((2,), 7, 3, 2), ((2, 2), 4, 1, 1)]:
-        K = randn(rng, length, p, h)
-        u = randn(rng, *lead, length, h)
-        inputs = {"K": K, "u": u}
+    for batch, length, h in [((), 1, 1), ((), 4, 1), ((2,), 5, 2), ((3,), 7, 3)]:
+        K1, K2 = (randn(rng, length, h, h) * np.float32(0.7) for _ in range(2))
+        D1, D2 = randn(rng, h), randn(rng, h)
+        inputs = {"K1": K1, "D1": D1, "K2": K2, "D2": D2}
         got = call(fn, inputs)
-        K64, u64 = K.astype(np.float64), u.astype(np.float64)
-        want = np.zeros(lead + (length, p))
-        corr = np.zeros(lead + (length, p))
-        for k in range(length):
-            for j in range(k + 1):
-                want[..., k, :] += u64[..., k - j, :] @ K64[j].T
-                corr[..., k, :] += u64[..., j, :] @ K64[j].T
-        expect_close(got, want.astype(np.float32), inputs=inputs, rtol=1e-4, atol=1e-4,
+        expect(isinstance(got, (tuple, list)) and len(got) == 2,
+               f"the result must be a pair (K, D), received a {type(got).__name__}"
+               + (f" of length {len(got)}" if isinstance(got, (tuple, list)) else "") + ".",
+               inputs=inputs, hint="return the stacked layer's kernel and skip: `return K, D`.")
+        K = expect_shape(got[0], (length, h, h), inputs=inputs, what="the kernel K (first item)")
+        D = expect_shape(got[1], (h,), inputs=inputs, what="the skip D (second item)")
+        u = randn(rng, *batch, length, h)
+        shown = dict(inputs, u=u)
+        want = run_layer(K2, D2, run_layer(K1, D1, u))
+
+        def output_of(**wrong):
+            return lambda: run_layer(*_stacked(K1, D1, K2, D2, **wrong), u)
+        expect_close(run_layer(K, D, u), want, inputs=shown, rtol=1e-4, atol=1e-4,
+                     what="the output of your layer on u, against the two layers in a row",
                      time_axis=-2, hints=[
-                         alternative(corr, "you paired K_j with u_j: the convolution pairs "
-                                           "K_j with u_{k-j} (the input j steps ago)."),
-                     ])
+            alternative(output_of(order="left"),
+                        "the products of kernels are in the wrong order: the first layer acts "
+                        "first, so its matrix stands on the right, and matrices do not commute."),
+            alternative(output_of(cross=False),
+                        "the terms that mix a kernel with a skip are missing: the second "
+                        "layer's kernel also convolves what the first layer's skip passes on, "
+                        "and the second skip passes on what the first kernel made."),
+            alternative(output_of(skip="sum"),
+                        "the two skips act one after the other, on the same step: they "
+                        "multiply, they do not add."),
+            alternative(lambda: run_layer(K1 + K2, D1 * D2, u),
+                        "stacking composes the layers: the kernels combine by convolution, not "
+                        "by addition."),
+        ])
 
 
 @exercise("1.5", points=2, title="the spectral radius from the growth of A^k",
@@ -172,9 +213,14 @@ def _(fn, rng):
                         "running log, so nothing overflows or underflows; ρ ≈ exp(log ‖A^k‖ / k). "
                         "A matrix whose powers vanish has ρ = 0.")
 def _(fn, rng):
+    jordan = (0.9 * np.eye(8) + 5.0 * np.eye(8, k=1)).astype(np.float32)   # ‖A^k‖ ~ k^7 ρ^k
     mats = [np.array([[0.5]], np.float32),
             np.array([[0.0, 2.0], [-0.5, 0.0]], np.float32),    # complex eigenvalues ±i
             np.array([[0.9, 5.0], [0.0, 0.3]], np.float32),     # non-normal: ‖A‖ ≫ ρ(A)
+            np.array([[0.9, 5.0], [0.0, 0.9]], np.float32),     # a Jordan block: ‖A^k‖ ~ k ρ^k
+            np.eye(4, k=1, dtype=np.float32),                   # nilpotent: ρ = 0
+            jordan,
+            (randn(rng, 8, 8) * np.float32(9.0 / np.sqrt(8))).astype(np.float32),   # ρ near 10
             (randn(rng, 6, 6) / np.float32(np.sqrt(6))).astype(np.float32)]
     for A in mats:
         inputs = {"A": A}
@@ -190,6 +236,13 @@ def _(fn, rng):
                                           "real part."),
             alternative(np.max(np.abs(A64)), "the largest entry of A is not its spectral radius."),
             when(lambda r, e: np.ndim(r) == 0 and r < 0, "a radius cannot be negative."),
+            when(lambda r, e: np.ndim(r) == 0 and e > 0 and abs(float(r) / e - 1) < 0.05,
+                 "close, but not within the specification's 10⁻⁴: ‖A^k‖^(1/k) = ρ · c_k^(1/k), "
+                 "where c_k = ‖A^k‖/ρ^k grows at most like a power of k, so the error is about "
+                 "ln(c_k)/k. Your k is too small for this matrix."),
+            when(lambda r, e: np.ndim(r) == 0 and e > 0 and float(r) == 0,
+                 "you return 0 for a matrix whose powers do not vanish: did A^k underflow to "
+                 "zero in floating point on the way to a large k?"),
         ])
 
 

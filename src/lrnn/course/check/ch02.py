@@ -67,27 +67,49 @@ def _(fn, rng):
         ])
 
 
-@exercise("2.2", points=2, title="the distribution of |λ| on the ring",
+def _memory(r):
+    """τ = −1/ln r, the steps after which a state of modulus r has shrunk by e (0 at r = 0,
+    ∞ at r = 1)."""
+    if r >= 1:
+        return np.inf
+    with np.errstate(divide="ignore"):
+        return -1 / np.log(r)
+
+
+@exercise("2.2", points=2, title="the distribution of the memory on the ring",
           reference="LRU Lemma 3.2 and its proof (App. F.1); chapter 2, §2.3: a uniform "
-                    "distribution in area",
-          stronger_hint="the share of the ring's area within radius r is (r² − r_min²)/(r_max² − "
-                        "r_min²) between the two radii; clip it to 0 inside the ring and to 1 "
-                        "outside it.")
+                    "distribution in area, and |λ|^t decays by e after −1/ln|λ| steps",
+          stronger_hint="first the distribution of |λ|: the share of the ring's area within "
+                        "radius r is (r² − r_min²)/(r_max² − r_min²), clipped to [0, 1]. The "
+                        "memory τ = −1/ln|λ| grows with |λ|, so τ ≤ t exactly when |λ| ≤ "
+                        "e^(−1/t): evaluate the share at that radius.")
 def _(fn, rng):
+    from scipy import integrate
     for r_min, r_max in [(0.4, 0.9), (0.0, 1.0), (0.9, 0.999)]:
-        r = np.concatenate([[r_min, r_max, 0.5 * (r_min + r_max)],
-                            rng.uniform(max(0.0, r_min - 0.1), min(1.0, r_max + 0.05), 7)])
-        r = np.sort(r)
-        inputs = {"r": r, "r_min": r_min, "r_max": r_max}
+        lo, hi = _memory(r_min), _memory(r_max)
+        spread = rng.uniform(np.log(max(0.8 * lo, 0.1)), np.log(min(1.2 * hi, 1e4)), 7)
+        t = np.sort(np.concatenate([[v for v in (lo, hi) if 0 < v < np.inf],
+                                    [_memory(0.5 * (r_min + r_max))], np.exp(spread)]))
+        inputs = {"t": t, "r_min": r_min, "r_max": r_max}
         got = call(fn, inputs)
-        want = np.clip((r ** 2 - r_min ** 2) / (r_max ** 2 - r_min ** 2), 0.0, 1.0)
-        linear = np.clip((r - r_min) / (r_max - r_min), 0.0, 1.0)
-        unclipped = (r ** 2 - r_min ** 2) / (r_max ** 2 - r_min ** 2)
+        # the share of the ring's area (2πr dr) inside the radius e^(−1/t), by quadrature
+        edge = np.clip(np.exp(-1 / t), r_min, r_max)
+        want = np.array([integrate.quad(lambda r: 2 * r, r_min, e)[0] for e in edge]) \
+            / (r_max ** 2 - r_min ** 2)
+        share = (np.exp(-2 / t) - r_min ** 2) / (r_max ** 2 - r_min ** 2)
         expect_close(got, want, inputs=inputs, rtol=1e-5, atol=1e-6, what="the CDF", hints=[
-            alternative(linear, "|λ| is not uniform in r: the area of the ring between r_min "
-                                "and r grows like r², so P(|λ| ≤ r) is quadratic in r."),
-            alternative(unclipped, "a probability stays in [0, 1]: clip below r_min and above "
-                                   "r_max."),
+            alternative(np.clip((np.exp(-1 / t) - r_min) / (r_max - r_min), 0.0, 1.0),
+                        "|λ| is not uniform in r: the area of the ring between r_min and r grows "
+                        "like r², so P(|λ| ≤ r) is quadratic in r."),
+            alternative(np.clip((np.exp(-1 / t) - r_min ** 2) / (r_max ** 2 - r_min ** 2), 0, 1),
+                        "the share of the area needs the squared radius: (e^(−1/t))² = "
+                        "e^(−2/t)."),
+            alternative(1 - want, "that is P(τ > t), the share that remembers longer than t: "
+                                  "a longer memory means a larger |λ|."),
+            alternative(np.clip((np.exp(-2 * t) - r_min ** 2) / (r_max ** 2 - r_min ** 2), 0, 1),
+                        "τ = −1/ln|λ|, so τ ≤ t means |λ| ≤ e^(−1/t), not e^(−t)."),
+            alternative(share, "a probability stays in [0, 1]: clip below the shortest and "
+                               "above the longest memory of the ring."),
         ])
 
 
@@ -173,55 +195,94 @@ def _(fn, rng):
                      ])
 
 
-@exercise("2.5", points=2, title="the γ normalisation (LRU §3.4)",
-          reference="LRU §3.4, eqs. 6–7; chapter 2, §2.5 and eq. (2.5)",
-          stronger_hint="write x_k = γ Σ_i λ^i u_(k−i) for white inputs of unit variance: E|x_k|² "
-                        "→ γ² Σ_i |λ|^(2i) = γ²/(1 − |λ|²). Set that to 1 and solve for γ, with "
-                        "|λ|² = exp(−2·exp(nu_log)); return log γ (log1p keeps the precision when "
-                        "|λ| is close to 1).")
+def _mean_state_variance(modulus_sq, T):
+    """(1/T) Σ_{k<T} Σ_{i≤k} s^i for each s = |λ|², by running sums (white noise, γ = 1,
+    x_{−1} = 0): the mean of E|x_k|² over a sequence of T steps."""
+    s = np.asarray(modulus_sq, np.float64)[..., None]
+    per_step = np.cumsum(s ** np.arange(T), axis=-1)              # E|x_k|², k = 0 … T−1
+    return per_step.mean(axis=-1)
+
+
+@exercise("2.5", points=2, title="the γ normalisation for sequences of T steps",
+          reference="LRU §3.4, eqs. 6–7; chapter 2, §2.5 (the variance at a finite step t) and "
+                    "eq. (2.5)",
+          stronger_hint="with γ the variance at step k is E|x_k|² = γ² Σ_{i=0..k} s^i = γ² (1 − "
+                        "s^(k+1))/(1 − s), s = |λ|² = exp(−2·exp(nu_log)). Sum it over k = 0, …, "
+                        "T − 1 (a second geometric series), divide by T, set the mean to 1 and "
+                        "solve for γ². Return ½ log γ²; T = 1 must give γ = 1.")
 def _(fn, rng):
-    for n in [4, 1, 6]:
-        nu_log = np.log(-np.log(rng.uniform(0.3, 0.999, n))).astype(np.float32)
-        theta_log = np.log(rng.uniform(0.01, 2 * np.pi, n)).astype(np.float32)
-        inputs = {"nu_log": nu_log, "theta_log": theta_log}
+    for n, T, r_hi in [(3, 1, 0.99), (1, 2, 0.9), (4, 10, 0.999), (5, 100, 0.9999),
+                       (6, 1000, 0.999)]:
+        modulus = rng.uniform(0.3, r_hi, n)
+        nu_log = np.log(-np.log(modulus)).astype(np.float32)
+        inputs = {"nu_log": nu_log, "T": T}
         got = call(fn, inputs)
-        mod2 = np.exp(-2 * np.exp(nu_log.astype(np.float64)))
-        want = np.log(np.sqrt(1 - mod2))
-        no_exp = np.log(np.sqrt(np.clip(1 - np.exp(-2 * nu_log.astype(np.float64)), 1e-30, None)))
-        expect_close(got, want, inputs=inputs, rtol=1e-4, atol=1e-5, what="gamma_log", hints=[
-            alternative(np.sqrt(1 - mod2), "return the logarithm γ_log = log γ."),
-            alternative(np.log(1 - mod2), "γ is the square root sqrt(1 − |λ|²): its log is "
-                                          "½ log(1 − |λ|²)."),
-            alternative(np.log(np.sqrt(1 - np.exp(-np.exp(nu_log.astype(np.float64))))),
-                        "|λ|² = exp(−2 exp(ν_log)): you used |λ| instead of |λ|²."),
-            alternative(no_exp, "ν = exp(ν_log): apply the exponential to ν_log first."),
-        ])
+        s = np.exp(-2 * np.exp(nu_log.astype(np.float64)))
+        want = -0.5 * np.log(_mean_state_variance(s, T))
+        hints = [alternative(np.exp(want), "return the logarithm γ_log = log γ."),
+                 alternative(2 * want, "that is log γ²: γ_log = ½ log γ²."),
+                 alternative(0.5 * np.log1p(-s),
+                             "that is γ = √(1 − |λ|²), the limit T → ∞ (LRU eq. 6): from "
+                             "x_{−1} = 0 the early steps hold less variance, so a sequence of T "
+                             "steps needs a larger γ."),
+                 alternative(0.5 * np.log((1 - s) / (1 - s ** T)),
+                             "that makes the variance 1 at the last step k = T − 1 only; the "
+                             "mean over the T steps k = 0, …, T − 1 must be 1."),
+                 alternative(-0.5 * np.log(_mean_state_variance(s, T + 1)),
+                             "off by one: that is the mean over T + 1 steps; x_{−1} = 0, so the "
+                             "steps are k = 0, …, T − 1.")]
+        if T > 1:
+            hints.append(alternative(-0.5 * np.log(_mean_state_variance(s, T - 1)),
+                                     "off by one: that is the mean over T − 1 steps; the steps "
+                                     "are k = 0, …, T − 1, and x_0 = γ u_0 already counts."))
+        expect_close(got, want, inputs=inputs, rtol=1e-4, atol=1e-6, what="gamma_log",
+                     hints=hints)
 
 
-@exercise("2.6", points=3, title="the forward-pass blow-up (LRU Prop. 3.3)",
-          reference="LRU Proposition 3.3, its proof (App. F.2) and eq. 5; chapter 2, eq. (2.4)",
-          stronger_hint="Prop. 3.3 needs E[1/(1 − |λ|²)] with |λ|² uniform on [a, b] = [r_min², "
-                        "r_max²]: (1/(b − a)) ∫_a^b ds/(1 − s) = log((1 − a)/(1 − b))/(b − a). "
-                        "When a = b it is simply 1/(1 − b).")
+@exercise("2.6", points=3, title="the forward-pass blow-up of a ring uniform in radius",
+          reference="LRU Proposition 3.3, its proof (App. F.2) and eq. 5; chapter 2, eq. (2.4) "
+                    "(the same average, for the ring uniform in area)",
+          stronger_hint="average 1/(1 − r²) over r uniform on [r_min, r_max]: divide its integral "
+                        "by r_max − r_min. Split 1/(1 − r²) into partial fractions ½[1/(1 − r) + "
+                        "1/(1 + r)]; the antiderivative is artanh r. When r_min = r_max the "
+                        "difference quotient becomes a derivative.")
 def _(fn, rng):
+    from scipy import integrate
+
     from lrnn.layers import lru
     cases = [(0.4, 0.9), (0.0, 0.5), (0.9, 0.999), (0.5, 0.5), (0.99, 0.99),
              (float(np.round(rng.uniform(0.1, 0.5), 3)), float(np.round(rng.uniform(0.6, 0.95), 3)))]
     for r_min, r_max in cases:
         inputs = {"r_min": r_min, "r_max": r_max}
         got = call(fn, inputs)
-        want = np.float64(lru.forward_blowup(r_min, r_max))
-        eps = r_max ** 2 - r_min ** 2
-        hints = [when(lambda r, e: not np.all(np.isfinite(r)) and eps == 0,
-                      "for r_min = r_max the formula is 0/0: use its limit 1/(1 − r²) "
-                      "(LRU eq. 5), or log1p(ε/ρ)/ε with a special case for ε = 0.")]
-        if eps > 0:
-            hints += [alternative(np.log((1 - r_min ** 2) / (1 - r_max ** 2)),
-                                  "the factor 1/(r_max² − r_min²) is missing."),
-                      alternative(np.log((1 - r_min) / (1 - r_max)) / (r_max - r_min),
-                                  "the radii enter squared: r_min², r_max².")]
+        width = r_max - r_min
+        if width == 0:
+            want = np.float64(1 / (1 - r_max ** 2))
+        else:
+            integral, _ = integrate.quad(lambda r: 1 / (1 - r * r), r_min, r_max,
+                                         epsabs=0, epsrel=1e-12, limit=200)
+            want = np.float64(integral / width)
+        hints = [when(lambda r, e: not np.all(np.isfinite(r)) and width == 0,
+                      "for r_min = r_max the formula is 0/0: use its limit, the value of "
+                      "1/(1 − r²) at r = r_max (a single eigenvalue modulus, LRU eq. 5).")]
+        if width > 0:
+            artanh = np.arctanh(r_max) - np.arctanh(r_min)
+            hints += [alternative(np.float64(lru.forward_blowup(r_min, r_max)),
+                                  "that is the ring uniform in area of Prop. 3.3 (eq. 2.4), "
+                                  "where |λ|² is uniform; here |λ| itself is uniform on "
+                                  "[r_min, r_max]."),
+                      alternative(artanh, "the factor 1/(r_max − r_min) is missing: an average "
+                                          "divides the integral by the interval's length."),
+                      alternative(artanh / (r_max ** 2 - r_min ** 2),
+                                  "divide by the length of the interval of r, r_max − r_min, "
+                                  "not by r_max² − r_min²."),
+                      alternative(2 * artanh / width,
+                                  "1/(1 − r²) = ½[1/(1 − r) + 1/(1 + r)]: the ½ is missing."),
+                      alternative(np.log((1 - r_min) / (1 - r_max)) / width,
+                                  "1/(1 − r²) = ½[1/(1 − r) + 1/(1 + r)]: that integrates "
+                                  "1/(1 − r) only.")]
         expect_close(got, want, inputs=inputs, rtol=1e-5, atol=1e-8,
-                     what="E‖x_∞‖² / E‖Bu‖²", hints=hints)
+                     what="the mean of 1/(1 − |λ|²)", hints=hints)
 
 
 # ---------------------------------------------------------------------------------------------

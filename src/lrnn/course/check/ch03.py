@@ -1,5 +1,6 @@
-"""Checks for Exercises 3 · Rotations (solutions/03_rotations.ipynb): RotRNN Lemmas 2–3, the
-rotation recurrence as a complex diagonal scan, and one RotGRU step (RotLSTM paper, eqs. 11–17)."""
+"""Checks for Exercises 3 · Rotations (solutions/03_rotations.ipynb): RotRNN Lemma 2 measured
+against a specification, Lemma 3, the rotation recurrence as a complex diagonal scan, and a
+broken RotGRU step to mend (RotLSTM paper, eqs. 11–17), probed by its symptoms first."""
 from __future__ import annotations
 
 import math
@@ -7,7 +8,7 @@ import math
 import numpy as np
 
 from ._core import (alternative, call, exercise, expect, expect_close, expect_prediction,
-                    largest_intermediate, randn)
+                    expect_shape, largest_intermediate, randn, when)
 
 
 def _block_rotation(theta):
@@ -21,43 +22,87 @@ def _block_rotation(theta):
 
 def _expm(S):
     import scipy.linalg
-    return scipy.linalg.expm(np.asarray(S, np.float64))
+    with np.errstate(all="ignore"):             # exp(M) of a typical mistake may overflow
+        return scipy.linalg.expm(np.asarray(S, np.float64))
 
 
-@exercise("3.1", points=2, title="a rotation from any matrix (RotRNN Lemma 2)",
-          reference="RotRNN Lemma 2 and App. A.2 (exp(S) = Σ S^k/k!, with exp(S) = "
-                    "exp(S/2^s)^(2^s))",
-          stronger_hint="exp(S) for S = M − Mᵀ by scaling and squaring: divide S by 2^s until its "
-                        "norm is below about ½, sum the Taylor series I + S + S²/2! + … (15 terms "
-                        "are plenty at that size), then square the result s times.")
+def _skew_input(rng, n, norm):
+    """A float32 M whose S = M − Mᵀ has spectral norm ``norm`` (M itself not skew)."""
+    M = rng.standard_normal((n, n))
+    S = M - M.T
+    return (M * (norm / max(np.linalg.norm(S, 2), 1e-12))).astype(np.float32)
+
+
+def _rotation_input(rng, angles):
+    """A float32 M with M − Mᵀ = Q blockdiag(θ_i J) Qᵀ: exp(M − Mᵀ) turns plane i by θ_i; the
+    symmetric part added to M cancels in M − Mᵀ."""
+    n = 2 * len(angles)
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    B = np.zeros((n, n))
+    for i, t in enumerate(angles):
+        B[2 * i + 1, 2 * i], B[2 * i, 2 * i + 1] = t, -t
+    sym = rng.standard_normal((n, n))
+    return (Q @ B @ Q.T / 2 + (sym + sym.T)).astype(np.float32)
+
+
+#: The specification of Exercise 3.1 (stated in its prompt).
+SKEW_EXPM_ATOL, SKEW_EXPM_ORTH, SKEW_EXPM_DET, SKEW_EXPM_NORM = 1e-4, 1e-4, 1e-3, 50.0
+
+
+def skew_expm_cases(rng):
+    """The inputs of Exercise 3.1, easiest first: (M, ‖M − Mᵀ‖₂)."""
+    cases = [_skew_input(rng, 1, 1.0), _skew_input(rng, 2, 1.0), _skew_input(rng, 3, 2.0)]
+    sym = rng.standard_normal((4, 4))
+    cases.append((sym + sym.T).astype(np.float32))
+    cases += [_rotation_input(rng, [np.pi - 1e-3, 0.3]),
+              _rotation_input(rng, [np.pi, np.pi - 1e-4, 1.0]),
+              _skew_input(rng, 5, 10.0), _skew_input(rng, 4, SKEW_EXPM_NORM),
+              _skew_input(rng, 6, SKEW_EXPM_NORM), _rotation_input(rng, [49.0, 31.4, 2.0])]
+    return [(M, float(np.linalg.norm(M.astype(np.float64) - M.T, 2))) for M in cases]
+
+
+@exercise("3.1", points=2, title="a rotation to a specification (RotRNN Lemma 2)",
+          reference="RotRNN Lemma 2 and App. A.2 (exp(S) = Σ S^k/k!, AᵀA = I, det A = 1); "
+                    "chapter 3, §3.1",
+          stronger_hint="scaling and squaring: exp(S) = exp(S/2^s)^(2^s). Pick s so that "
+                        "‖S‖/2^s is below about ½, where a dozen terms of the Taylor series are "
+                        "accurate and no term is large, then square the result s times. (Or "
+                        "diagonalise the Hermitian matrix iS = V diag(w) Vᴴ: exp(S) = V "
+                        "diag(e^(−iw)) Vᴴ, real up to rounding.)")
 def _(fn, rng):
-    cases = [(1, 1.0), (2, 1.0), (3, 0.5), (6, 1.0), (6, 2.0)]
-    for n, scale in cases:
-        M = (scale * randn(rng, n, n)).astype(np.float32)
+    for M, norm in skew_expm_cases(rng):
+        n = M.shape[0]
         inputs = {"M": M}
         got = call(fn, inputs)
         S = M.astype(np.float64) - M.T
         want = _expm(S)
-        expect_close(got, want, inputs=inputs, rtol=1e-4, atol=2e-4, what="exp(M − Mᵀ)", hints=[
-            alternative(_expm(M), "you exponentiated M itself; Lemma 2 uses S = M − Mᵀ."),
-            alternative(_expm(-S), "you return the transpose (the inverse rotation): "
-                                   "S = M − Mᵀ, not Mᵀ − M."),
-            alternative(_expm(S / 2), "S = M − Mᵀ has no factor ½."),
-            alternative(np.eye(n) + S, "only two terms of the series: keep adding S^k/k! until "
-                                       "they are negligible."),
+        k = max(1, math.floor(norm))                     # the largest term of Σ ‖S‖^k / k!
+        peak = math.exp(k * math.log(max(norm, 1e-30)) - math.lgamma(k + 1))
+        expect_close(got, want, inputs=inputs, rtol=0.0, atol=SKEW_EXPM_ATOL,
+                     what=f"exp(M − Mᵀ) at ‖M − Mᵀ‖₂ = {norm:.3g}", hints=[
+            alternative(lambda: _expm(M), "you exponentiated M itself; Lemma 2 uses S = M − Mᵀ."),
+            alternative(lambda: _expm(-S), "you return the transpose (the inverse rotation): "
+                                           "S = M − Mᵀ, not Mᵀ − M."),
+            alternative(lambda: _expm(S / 2), "S = M − Mᵀ has no factor ½."),
+            alternative(np.eye(n) + S, "only two terms of the series: I + S is exp(S) only "
+                                       "to first order."),
+            when(lambda rec, exp: norm > 5,
+                 f"the smaller inputs passed. At this norm the terms S^k/k! of the series grow "
+                 f"to about {peak:.0e} before they shrink, and their sum is of size 1: rounding "
+                 f"errors of the large terms swamp the result, and a fixed number of terms "
+                 f"stops short of the tail."),
         ])
-        rec = np.asarray(got, np.float64)
-        expect(np.allclose(rec.T @ rec, np.eye(n), atol=1e-3),
-               "the result is not orthogonal (AᵀA ≠ I).", inputs=inputs,
-               hint="for large ‖S‖ a truncated series loses accuracy: scale S by 2⁻ˢ, sum the "
-                    "series, then square the result s times.")
-    M = randn(rng, 4, 4)
-    M = (M + M.T).astype(np.float32)
-    inputs = {"M": M}
-    expect_close(call(fn, inputs), np.eye(4), inputs=inputs, atol=1e-5,
-                 what="exp(M − Mᵀ) for a symmetric M",
-                 hints=[alternative(_expm(M), "a symmetric M gives S = 0 and exp(0) = I: "
-                                              "exponentiate S = M − Mᵀ, not M.")])
+        A = np.asarray(got, np.float64).real
+        orth = float(np.max(np.abs(A.T @ A - np.eye(n))))
+        expect(orth <= SKEW_EXPM_ORTH,
+               f"AᵀA − I reaches {orth:.1e} at ‖M − Mᵀ‖₂ = {norm:.3g}; the specification asks "
+               f"for {SKEW_EXPM_ORTH:g}.", inputs=inputs,
+               hint="each matrix product adds a rounding error of about 10⁻⁷ (float32) and "
+                    "nothing pulls the result back: count the products your method makes.")
+        det = float(np.linalg.det(A))
+        expect(abs(det - 1) <= SKEW_EXPM_DET,
+               f"det A = {det:.6f} at ‖M − Mᵀ‖₂ = {norm:.3g}; a rotation has det A = 1 "
+               f"(to {SKEW_EXPM_DET:g}).", inputs=inputs)
 
 
 def _rotation_recurrence(gamma, theta, b, sign=1.0, pairs="neighbours", use_gamma=True):
@@ -153,59 +198,150 @@ def _rotate_pairs64(v, u):
 
 
 def rotgru_np(params, h, x, variant="ok"):
-    """One (Rot)GRU step in float64 NumPy (RotLSTM paper, eqs. 11–17), and typical mistakes."""
+    """One (Rot)GRU step in float64 NumPy (RotLSTM paper, eqs. 11–17), and typical mistakes
+    (``variant``: one name of ``_ROTGRU_MISTAKES``, or several joined by "+")."""
+    wrong = set(variant.split("+"))
     p = {k: np.asarray(v, np.float64) for k, v in params.items()}
     h, x = np.asarray(h, np.float64), np.asarray(x, np.float64)
-    xcat = np.concatenate([x, h] if variant == "order" else [h, x], -1)     # eq. 11
+    xcat = np.concatenate([x, h] if "order" in wrong else [h, x], -1)         # eq. 11
     z = _sigmoid(xcat @ p["W_z"].T + p["b_z"])                               # eq. 12
     reset = _sigmoid(xcat @ p["W_r"].T + p["b_r"])
     d = h * reset                                                            # eq. 13
     r = d
     if "W_rot" in p:
         u = _sigmoid(xcat @ p["W_rot"].T + p["b_rot"])                       # eq. 14
-        u = u if variant == "no2pi" else 2 * np.pi * u
-        u = -u if variant == "neg" else u
-        r = _rotate_pairs64(h if variant == "rotate_h" else d, u)            # eq. 15
-        if variant == "rotate_h":
+        u = u if "no2pi" in wrong else 2 * np.pi * u
+        u = -u if "neg" in wrong else u
+        r = _rotate_pairs64(h if "rotate_h" in wrong else d, u)              # eq. 15
+        if "rotate_h" in wrong:
             r = r * reset
-    if variant == "no_reset":
+    if "no_reset" in wrong:
         r = h
     h_hat = np.tanh(np.concatenate([r, x], -1) @ p["W_h"].T + p["b_h"])      # eq. 16
-    if variant == "z_swapped":
+    if "z_swapped" in wrong:
         return z * h + (1 - z) * h_hat
     return (1 - z) * h + z * h_hat                                           # eq. 17
 
 
+#: The two mistakes of the broken step that Exercise 3.4 gives.
+ROTGRU_BROKEN = "rotate_h+z_swapped"
+
 _ROTGRU_MISTAKES = {
-    "order": "concatenate [h_{t-1}, x_t] in that order (eq. 11): the first n columns of each "
-             "W act on h_{t-1}.",
-    "no2pi": "the angles are 2π σ(W_rot x + b_rot) (eq. 14): the 2π is missing.",
-    "neg": "you rotate by −u: the transposed rotation (the sin terms have the wrong sign).",
-    "rotate_h": "rotate the reset-gated state d_t = h_{t-1} ∘ r (eqs. 13, 15): the reset "
-                "gate acts before the rotation, not after.",
-    "no_reset": "the candidate reads [r_t, x_t] (eq. 16), with r_t the rotated reset-gated "
-                "state (eqs. 13–15), not [h_{t-1}, x_t].",
-    "z_swapped": "the update gate weighs the candidate: h_t = (1 − z_t) ∘ h_{t-1} + z_t ∘ ĥ_t "
-                 "(eq. 17).",
+    "order": "the gates read the concatenation in the other order: the first n columns of "
+             "each W act on h_{t-1} (eq. 11).",
+    "no2pi": "the angles are a fraction of a turn: with σ(W_rot x + b_rot) near 1 the state "
+             "should come round almost to where it was (eq. 14).",
+    "neg": "the pairs turn the wrong way: the rotation is transposed (the sin terms have the "
+           "wrong sign, eq. 2).",
+    "rotate_h": "the reset gate and the rotation are applied in the other order (eqs. 13, 15).",
+    "no_reset": "the candidate reads the whole previous state: the reset gate has no effect "
+                "on it (eqs. 13, 16).",
+    "z_swapped": "the update gate weighs the previous state where it should weigh the "
+                 "candidate (eq. 17).",
 }
 
 
-@exercise("3.4", points=3, title="one RotGRU cell step (RotLSTM paper, eqs. 11–17)",
-          reference="Velici & Prügel-Bennett 2017, §5, eqs. 11–17 (the rotation acts on the "
-                    "reset-gated state, eq. 15); chapter 3, §5",
-          stronger_hint="the order matters: z = σ(W_z [h, x] + b_z); the reset gate σ(W_r [h, x] + "
-                        "b_r) multiplies the previous state first (eq. 13), and only that gated "
-                        "state is rotated, by the angles 2π σ(W_rot [h, x] + b_rot) (eqs. 14–15). "
-                        "The candidate reads [rotated state, x_t]; h_t = (1 − z) ⊙ h + z ⊙ "
-                        "tanh(candidate).")
+def _rotgru_params(rng, n, d_in, rotate=True):
+    params = {}
+    for g in ("z", "r", "h", "rot") if rotate else ("z", "r", "h"):
+        rows = n // 2 if g == "rot" else n
+        params[f"W_{g}"] = randn(rng, rows, n + d_in) / np.float32(np.sqrt(n + d_in) / 2)
+        params[f"b_{g}"] = np.float32(0.5) * randn(rng, rows)
+    return params
+
+
+def _with(params, **changes):
+    """A copy of ``params`` with some entries replaced (float32), or removed (None)."""
+    out = dict(params)
+    for k, v in changes.items():
+        if v is None:
+            out.pop(k)
+        else:
+            out[k] = np.asarray(v, np.float32)
+    return out
+
+
+def _state(fn, inputs, what):
+    got = call(fn, inputs)
+    expect(isinstance(got, (tuple, list)) and len(got) == 2,
+           "the result must be the pair (h_t, h_t), like a lax.scan step.", inputs=inputs,
+           hint="return `h_new, h_new`.")
+    return expect_shape(got[0], np.shape(inputs["h"]), inputs=inputs, what=what).astype(
+        np.float64)
+
+
+#: A gate bias that saturates σ: σ(−40) ≈ 4·10⁻¹⁸, σ(+40) = 1 in float32.
+SHUT = 40.0
+
+
+def _rotgru_probes(fn, rng):
+    """Three experiments whose outcome eqs. 11–17 fix without computing a step."""
+    n, d_in = 4, 3
+    params = _rotgru_params(rng, n, d_in)
+    h, h2, x = randn(rng, 2, n), randn(rng, 2, n), randn(rng, 2, d_in)
+    ones = np.ones(n, np.float32)
+
+    kept = _with(params, b_z=-SHUT * ones)
+    inputs = {"params": kept, "h": h, "x_t": x}
+    got = _state(fn, inputs, "h_t")
+    expect(np.allclose(got, h, rtol=1e-5, atol=1e-6),
+           "with the update gate shut (b_z = −40, so z_t ≈ 0) a GRU step keeps its state, "
+           "h_t = h_{t-1} (eq. 17); this step changes it.", inputs=inputs, expected=h,
+           received=got)
+
+    reset_shut = _with(params, b_z=SHUT * ones, b_r=-SHUT * ones)
+    inputs = {"params": reset_shut, "h": h, "x_t": x}
+    got = _state(fn, inputs, "h_t")
+    got2 = _state(fn, {"params": reset_shut, "h": h2, "x_t": x}, "h_t")
+    expect(np.allclose(got, got2, rtol=1e-5, atol=1e-6),
+           "with the reset gate shut (b_r = −40) and the update gate open (b_z = +40, so h_t = "
+           "ĥ_t), no part of h_{t-1} should reach the candidate (eqs. 13–16): h_t should be "
+           "the same for every h_{t-1}, and here it changes with h_{t-1}.", inputs=inputs,
+           expected=got, received=got2,
+           hint=f"the second h_{{t-1}} tried was {np.array2string(h2, precision=3)}.")
+
+    plain = _state(fn, {"params": _with(params, W_rot=None, b_rot=None), "h": h, "x_t": x},
+                   "h_t of the plain GRU (params without W_rot)")
+    for sign, gate in ((-1, "0"), (1, "1")):
+        inputs = {"params": _with(params, b_rot=sign * SHUT * np.ones(n // 2, np.float32)),
+                  "h": h, "x_t": x}
+        got = _state(fn, inputs, "h_t")
+        expect(np.allclose(got, plain, rtol=1e-4, atol=1e-5),
+               f"with the rotation gate saturated, σ(W_rot x + b_rot) = {gate} (b_rot = "
+               f"{sign * SHUT:+g}), every pair comes back to where it was, so the step should "
+               f"equal your plain GRU step (the same params without W_rot, b_rot); it does "
+               f"not.", inputs=inputs, expected=plain, received=got)
+
+    c = 0.5
+    reader = _with(params, b_z=SHUT * ones, b_h=np.zeros(n),
+                   W_h=np.hstack([c * np.eye(n), np.zeros((n, d_in))]))
+    inputs = {"params": reader, "h": h, "x_t": x}
+    got = _state(fn, inputs, "h_t")
+    p = {k: np.asarray(v, np.float64) for k, v in reader.items()}
+    xcat = np.concatenate([h, x], -1).astype(np.float64)
+    d_norm = np.linalg.norm(h * _sigmoid(xcat @ p["W_r"].T + p["b_r"]), axis=-1)
+    r_norm = np.linalg.norm(np.arctanh(np.clip(got, -1 + 1e-7, 1 - 1e-7)) / c, axis=-1)
+    expect(np.allclose(r_norm, d_norm, rtol=1e-3, atol=1e-5),
+           "with the update gate open (b_z = +40), b_h = 0 and W_h = [½·I, 0], the step returns "
+           "h_t = tanh(r_t / 2), which shows the rotated state r_t = 2 artanh(h_t). A rotation "
+           "keeps lengths, so ‖r_t‖ should be the length of the reset-gated state d_t = "
+           "h_{t-1} ∘ σ(W_r [h_{t-1}, x_t] + b_r) (eqs. 13, 15); it is not.", inputs=inputs,
+           expected=d_norm, received=r_norm, hint="expected: ‖d_t‖ for each batch row; "
+                                                  "received: ‖r_t‖.")
+
+
+@exercise("3.4", points=3, title="find the bugs in a RotGRU step (RotLSTM eqs. 11–17)",
+          reference="Velici & Prügel-Bennett 2017, §5, eqs. 11–17; chapter 3, RotGRU",
+          stronger_hint="test each gate on its own: the update gate z weighs the candidate and "
+                        "1 − z the previous state (eq. 17), so z = 0 must give back h_{t-1}. The "
+                        "rotation U(u) acts on the state after the reset gate has multiplied it, "
+                        "d_t = h_{t-1} ∘ σ(·) (eq. 13), and the candidate reads [U d_t, x_t] "
+                        "(eqs. 15–16).")
 def _(fn, rng):
+    _rotgru_probes(fn, rng)
     for lead, n, d_in, rotate in [((), 2, 1, True), ((), 4, 3, True), ((2,), 6, 2, True),
                                   ((3,), 4, 4, True), ((2,), 4, 3, False)]:
-        params = {}
-        for g in ("z", "r", "h", "rot") if rotate else ("z", "r", "h"):
-            rows = n // 2 if g == "rot" else n
-            params[f"W_{g}"] = randn(rng, rows, n + d_in) / np.float32(np.sqrt(n + d_in) / 2)
-            params[f"b_{g}"] = np.float32(0.5) * randn(rng, rows)
+        params = _rotgru_params(rng, n, d_in, rotate)
         h, x = randn(rng, *lead, n), randn(rng, *lead, d_in)
         inputs = {"params": params, "h": h, "x_t": x}
         got = call(fn, inputs)

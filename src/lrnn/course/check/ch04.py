@@ -1,14 +1,14 @@
 """Checks for Exercises 4 · Normalisation (solutions/04_normalisation.ipynb): RotRNN §3.1
-(ξ redone for correlated inputs, Theorem 1 by Monte Carlo, first-state scaling) and the LRU's
-expected norm (RotRNN App. C.1)."""
+(ξ redone for correlated inputs, Theorem 1 by Monte Carlo, first-state scaling) and how long the
+LRU's expected norm takes to reach its limit (RotRNN App. C.1)."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from ._core import (CheckFailure, alternative, call, crandn, exercise, expect, expect_close,
-                    expect_prediction, randn)
+from ._core import (CheckFailure, alternative, as_array, call, crandn, exercise, expect,
+                    expect_close, expect_prediction, randn)
 from .ch03 import _block_rotation, _expm
 
 
@@ -168,36 +168,106 @@ def _(fn, rng):
                "estimates.", inputs=inputs, hint="draw the noise from `key` (jax.random.normal).")
 
 
-@exercise("4.3", points=2, title="the LRU's expected state norm at finite t",
-          reference="RotRNN App. C.1, eqs. 21–27 (with the powers 0 … t−1); LRU §3.3",
-          stronger_hint="unroll: x_t = Σ_(i=0)^(t−1) Λ^i B̃ u_(t−i). With independent unit inputs, "
-                        "E|x_(t,k)|² = b_k Σ_(i=0)^(t−1) |λ_k|^(2i), where b_k = Σ_j |B̃_kj|². Sum "
-                        "the geometric series, (1 − r^(2t))/(1 − r²) with r = |λ_k|, or t itself "
-                        "where |λ_k| = 1, and add over k.")
-def _(fn, rng):
-    for N, K, ts in [(1, 1, [1, 2, 5]), (4, 3, [1, 3, 10, 100]), (6, 2, [2, 7, 50, 1000])]:
-        lam = np.exp(1j * rng.uniform(0, 2 * np.pi, N)) * rng.uniform(0.3, 0.99, N)
-        if N > 1:
-            lam[-1] = np.exp(1j * rng.uniform(0, 2 * np.pi))        # |λ| = 1 exactly
-        lam = lam.astype(np.complex64)
+def _layer_fill_steps(lam, B, q, t_max=100_000):
+    """First t with E‖x_t‖² ≥ q E‖x_∞‖² for x_t = Λ x_{t−1} + B̃ u_t from x_0 = 0 under white
+    noise: E|x_{t,k}|² accumulated one step at a time, e ← |λ_k|² e + b_k (float64). Also
+    returns the fractions E‖x_t‖² / E‖x_∞‖² at that t and one step before."""
+    r2 = np.abs(np.asarray(lam, np.complex128)) ** 2
+    b = np.sum(np.abs(np.asarray(B, np.complex128)) ** 2, axis=1)
+    limit = float(np.sum(b / (1 - r2)))
+    e, before = np.zeros_like(b), 0.0
+    for t in range(1, t_max + 1):
+        e = r2 * e + b
+        now = float(np.sum(e)) / limit
+        if now >= q:
+            return t, before, now
+        before = now
+    raise ValueError("the layer does not reach q within t_max steps")
+
+
+def _first_step(r2, w, q, t_max=100_000):
+    """First t ≥ 1 with Σ_k w_k (1 − r2_k^t) / Σ_k w_k ≥ q (a loop over t)."""
+    w = np.asarray(w, np.float64) / np.sum(w)
+    tail = np.array(w)
+    for t in range(1, t_max + 1):
+        tail = tail * r2
+        if 1 - np.sum(tail) >= q:
+            return t
+    return t_max
+
+
+def _fill_case(rng, N, K, q, r_lo, r_hi, memoryless=False):
+    """Eigenvalues and B̃ whose answer is well clear of q on both sides (2 % of a step), so
+    that float32 and float64 answers agree; with ``memoryless``, λ_0 = 0."""
+    while True:
+        lam = (np.exp(1j * rng.uniform(0, 2 * np.pi, N)) * rng.uniform(r_lo, r_hi, N)
+               ).astype(np.complex64)
+        if memoryless:
+            lam[0] = 0                           # a channel with no memory: full at t = 1
         B = crandn(rng, N, K)
-        t = np.array(ts)
-        inputs = {"lam": lam, "B": B, "t": t}
-        got = call(fn, inputs)
+        t, before, now = _layer_fill_steps(lam, B, q)
+        if min(now - q, q - before) > 0.02 * (now - before):
+            return lam, B, t
+
+
+@exercise("4.3", points=2, title="how many steps the LRU needs to reach its norm",
+          reference="RotRNN App. C.1, eqs. 21–27 (E‖x_t‖² and its limit); LRU §3.3; chapter 4, "
+                    "§4.5",
+          stronger_hint="divide eq. 27 by its limit: E‖x_t‖²/E‖x_∞‖² = 1 − Σ_k w_k |λ_k|^(2t) with "
+                        "the weights w_k = (b_k/(1 − |λ_k|²)) / Σ_j b_j/(1 − |λ_j|²), each "
+                        "channel's share of the limit. It grows with t, so look for the first "
+                        "integer t where Σ_k w_k |λ_k|^(2t) ≤ 1 − q: one channel alone reaches "
+                        "q at t_k = ⌈log(1 − q)/log|λ_k|²⌉, and the layer has reached q by the "
+                        "largest t_k, which bounds a bisection (or a loop) over t.")
+def _(fn, rng):
+    cases = [(1, 1, 0.5, 0.6, 0.9, False), (1, 2, 0.05, 0.85, 0.95, False),
+             (1, 1, 0.9, 0.9, 0.99, False), (3, 2, 0.9, 0.5, 0.99, True),
+             (8, 3, 0.99, 0.3, 0.99, False), (16, 2, 0.5, 0.5, 0.99, False)]
+    for N, K, q, r_lo, r_hi, memoryless in cases:
+        lam, B, want = _fill_case(rng, N, K, q, r_lo, r_hi, memoryless)
+        inputs = {"lam": lam, "B": B, "q": q}
+        got = as_array(call(fn, inputs), inputs=inputs, what="t")
+        expect(got.size == 1, f"t has shape {got.shape}: return one integer, the number of "
+               "steps.", inputs=inputs, received=got)
+        value = float(np.real(got.reshape(())))
+        expect(np.isfinite(value) and value == round(value), "t is not a whole number of steps.",
+               inputs=inputs, expected=want, received=value,
+               hint="E‖x_t‖² is defined at integer steps only: return the first integer t at "
+                    "which the fraction reaches q (not where a continuous curve crosses it).")
         r2 = np.abs(lam.astype(np.complex128)) ** 2
         b = np.sum(np.abs(B.astype(np.complex128)) ** 2, axis=1)
-        want = np.array([np.sum(b * np.sum(r2[:, None] ** np.arange(tt), axis=1)) for tt in ts])
-        shifted = np.array([np.sum(b * np.sum(r2[:, None] ** np.arange(1, tt + 1), axis=1))
-                            for tt in ts])
-        rootb = np.sqrt(b)
-        rootb_sum = np.array([np.sum(rootb * np.sum(r2[:, None] ** np.arange(tt), axis=1))
-                              for tt in ts])
-        expect_close(got, want, inputs=inputs, rtol=2e-4, atol=1e-5, dtype="real",
-                     what="E‖x_t‖²", hints=[
-                         alternative(shifted, "the powers run over i = 0 … t−1 (x_1 = B̃u_1 has "
-                                     "no factor λ); eq. 24 as printed starts at i = 1."),
-                         alternative(rootb_sum, "b_k is the squared norm of row k of B̃."),
-                     ])
+        slowest = max(_first_step(r2[k:k + 1], [1.0], q) for k in range(N))
+        hints = []
+        if N > 1:
+            hints += [
+                alternative(_first_step(r2, np.ones(N), q), "that is where the plain mean of "
+                            "the channels' fractions 1 − |λ_k|^(2t) reaches q: weight each "
+                            "channel by its share of E‖x_∞‖², b_k/(1 − |λ_k|²), so the slow "
+                            "channels count most."),
+                alternative(_first_step(r2, b, q), "weighting by b_k treats b_k as "
+                            "channel k's limit, as in §4.5, where b_k is measured before the "
+                            "γ-normalisation; here B̃ drives the state as given, and channel "
+                            "k's limit is b_k/(1 − |λ_k|²) (eq. 27)."),
+                alternative(slowest, "that is when every channel has reached q on its own, "
+                            "the slowest one last; the layer's fraction is a weighted mean "
+                            "and reaches q earlier."),
+            ]
+        hints.append(alternative(_first_step(r2, b * r2 / (1 - r2), q), "the powers run over "
+                                 "i = 0 … t−1 (x_1 = B̃u_1 has no factor λ); eq. 24 as printed "
+                                 "starts at i = 1."))
+        if N == 1:
+            hints.append(alternative(np.ceil(-np.log(1 - q) / (1 - r2[0])), "1/(1 − |λ|²) is "
+                                     "only the time constant of the rise: solve "
+                                     "|λ|^(2t) ≤ 1 − q exactly."))
+        hints += [
+            alternative(want - 1, "one step early: at that t the fraction E‖x_t‖²/E‖x_∞‖² is "
+                        "still below q; return the first t at which it is ≥ q (x_1 = B̃u_1 "
+                        "is t = 1)."),
+            alternative(want + 1, "one step late: the layer already reaches q one step "
+                        "earlier (x_1 = B̃u_1 is t = 1, and reaching q exactly counts)."),
+        ]
+        expect_close(value, np.float64(want), inputs=inputs, rtol=0, atol=0.05,
+                     what="t, the first step with E‖x_t‖² ≥ q E‖x_∞‖²", hints=hints)
 
 
 def _rotrnn_states_np(params, u, scale_first_state):

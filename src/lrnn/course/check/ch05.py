@@ -1,6 +1,6 @@
 """Checks for Exercises 5 · Householder reflections (solutions/05_householder.ipynb): the
-reflection of Algorithm 2's step, oRNN eqs. 6–9, merging compact WY blocks (Prop. 1) and one
-oRNN step."""
+reflection of Algorithm 2's step, oRNN eqs. 6–9, merging compact WY blocks (Prop. 1) and the
+bug in an oRNN step that applies the reflections one at a time."""
 from __future__ import annotations
 
 import math
@@ -167,48 +167,66 @@ def _(fn, rng):
         ])
 
 
-@exercise("5.4", points=2, title="one oRNN step h_t = φ(W h_{t−1} + V x_t + b)",
-          reference="oRNN eq. 1 and §5 (leaky ReLU φ(z) = max(z/10, z), H_1 from the sign "
-                    "of u_1); eqs. 7–8",
-          stronger_hint="build W from params['U'] with your reflection chain of Exercise 5.2 (with "
-                        "u1_sign = +1 if params['u1'] > 0 else −1 when the key 'u1' is there), "
-                        "then z = W h + V x_t + b and the leaky ReLU φ(z) = max(z/10, z) (oRNN "
-                        "§5).")
+def _sign_last(U, u1):
+    """H_1(u1) applied after the reflections (leftmost): diag(1, …, 1, u1) H(U[:,0]) ⋯."""
+    n = np.shape(U)[0]
+    return np.diag([1.0] * (n - 1) + [u1]) @ _chain(np.asarray(U)[:, :-1])
+
+
+@exercise("5.4", points=2, title="find the bug: one oRNN step in O(nm)",
+          reference="oRNN eq. 1, eqs. 7–8 (W = H_n(u_n) ⋯ H_{n−m+1}(u_{n−m+1}); H_1 of eq. 7 "
+                    "when m = n) and §5 (leaky ReLU, the sign of u_1); Algorithm 1",
+          stronger_hint="in W h = H(U[:,0]) H(U[:,1]) ⋯ H(U[:,m−1]) (H_1) h the rightmost factor "
+                        "acts on h first. Every reflection is symmetric, so applying the same "
+                        "factors from the left end first gives Wᵀh = W⁻¹h, which equals W h only "
+                        "when there is a single factor. Apply H_1's sign to the last coordinate "
+                        "first, then the columns of U from the last to the first.")
 def _(fn, rng):
-    for n, m, d_in, lead in [(2, 1, 1, ()), (4, 2, 3, ()), (5, 5, 2, (3,)), (6, 3, 2, (2,)),
-                             (3, 3, 1, ())]:
+    # u1 < 0 in the first case with m = n: a sign +1 would hide where H_1 acts
+    for n, m, d_in, lead, u1_value in [(2, 1, 1, (), None), (4, 2, 3, (), None),
+                                       (5, 5, 2, (3,), -0.7), (6, 3, 2, (2,), None),
+                                       (3, 3, 1, (), 2.0), (4, 4, 2, (), -0.4)]:
         params = {"U": _eq9(rng, n, m), "V": randn(rng, n, d_in), "b": randn(rng, n)}
         u1 = None
         if m == n:
-            params["u1"] = np.float32(rng.choice([-0.7, 0.4, 2.0]))
+            params["u1"] = np.float32(u1_value)
             u1 = 1.0 if params["u1"] > 0 else -1.0
         h, x = randn(rng, *lead, n), randn(rng, *lead, d_in)
         inputs = {"params": params, "h": h, "x_t": x}
         got = call(fn, inputs)
+        h64, drive = h.astype(np.float64), (x.astype(np.float64) @ params["V"].astype(np.float64).T
+                                            + params["b"].astype(np.float64))
+
+        def step(W):
+            z = h64 @ W.T + drive
+            return np.maximum(z / 10, z)
         W = _chain(params["U"], u1)
-        V, b = params["V"].astype(np.float64), params["b"].astype(np.float64)
-        z = h.astype(np.float64) @ W.T + x.astype(np.float64) @ V.T + b
-        want = np.maximum(z / 10, z)
+        z = h64 @ W.T + drive
         hints = [
+            alternative(step(W.T), "your step is right with one reflection and wrong with "
+                        "two or more: it returns φ(Wᵀh + V x_t + b), and Wᵀ = W⁻¹ undoes the "
+                        "transition (a reflection is symmetric, so the same factors in the "
+                        "other order give the transpose)."),
             alternative(np.maximum(z, 0), "φ is the leaky ReLU max(z/10, z), not max(z, 0)."),
             alternative(np.minimum(z / 10, z), "φ(z) = max(z/10, z): the slope 1/10 is for "
                                                "negative z."),
-            alternative(np.maximum(z - b, (z - b) / 10), "the bias b is missing."),
+            alternative(np.maximum(z - params["b"], (z - params["b"]) / 10),
+                        "the bias b is missing."),
             alternative(z, "apply φ (leaky ReLU) to the pre-activation."),
         ]
-        zt = h.astype(np.float64) @ W + x.astype(np.float64) @ V.T + b
-        hints.append(alternative(np.maximum(zt / 10, zt), "you used Wᵀ: the reflections are "
-                                                          "applied in the wrong order."))
         if u1 is not None:
-            zr = h.astype(np.float64) @ _chain(params["U"], float(params["u1"])).T \
-                + x.astype(np.float64) @ V.T + b
-            hints.append(alternative(np.maximum(zr / 10, zr), "use the sign of u1 (+1 if u1 > 0, "
-                                     "else −1, oRNN §5), not its value."))
-            z1 = h.astype(np.float64) @ _chain(params["U"], -u1).T \
-                + x.astype(np.float64) @ V.T + b
-            hints.append(alternative(np.maximum(z1 / 10, z1), "u1 enters as its sign: +1 if "
-                                     "u1 > 0, else −1."))
-        expect_close(got, want, inputs=inputs, rtol=1e-4, atol=1e-5, what="h_t", hints=hints)
+            hints += [
+                alternative(step(_sign_last(params["U"], u1)), "right when m < n, wrong when "
+                            "m = n: the sign of u_1 reaches the last coordinate after the "
+                            "reflections; H_1 is the rightmost factor of W (eq. 8), so it acts "
+                            "on h_{t−1} itself."),
+                alternative(step(_chain(params["U"], float(params["u1"]))), "use the sign of "
+                            "u1 (+1 if u1 > 0, else −1, oRNN §5), not its value."),
+                alternative(step(_chain(params["U"], -u1)), "u1 enters as its sign: +1 if "
+                            "u1 > 0, else −1."),
+            ]
+        expect_close(got, np.maximum(z / 10, z), inputs=inputs, rtol=1e-4, atol=1e-5,
+                     what="h_t", hints=hints)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Checks for Exercises 6 · Scans on the GPU (solutions/06_gpu_scans.ipynb): the bytes a scan
-must move, the combines of two parallel scans, the backward scan, and the fraction of the
-memory-bandwidth floor a measured scan reaches."""
+must move, the combines of two parallel scans, the backward scan, and the most passes over
+memory that a measured scan can have made."""
 from __future__ import annotations
 
 import math
@@ -172,32 +172,68 @@ def _(fn, rng):
                      hints=hints)
 
 
-@exercise("6.4", points=2, title="the share of the bandwidth floor a scan reaches",
-          reference="chapter 6, the memory-bandwidth floor: t_min = bytes moved / copy "
-                    "bandwidth (1 GB/s = 1e9 B/s)",
-          stronger_hint="t_min = bytes / (copy_GBps · 10⁹), with the bytes of Exercise 6.1 for the "
-                        "same shape, dtype, time variation and passes; the share of the floor is "
-                        "t_min / seconds.")
+def reference_passes_at_most(shape, seconds, copy_GBps, dtype="complex64", time_varying=False):
+    """The most passes p ≥ 0 whose bytes (reference_bytes) move within ``seconds`` at
+    ``copy_GBps``: add passes one at a time while the next still fits."""
+    budget = seconds * copy_GBps * 1e9
+    passes = 0
+    while reference_bytes(shape, dtype, time_varying, passes + 1) <= budget:
+        passes += 1
+    return passes
+
+
+def _arrays_moved(shape, seconds, gbps, dtype):
+    """How many arrays of ``shape`` a copy at ``gbps`` moves in ``seconds`` (a real number)."""
+    return seconds * gbps * 1e9 / (np.dtype(dtype).itemsize * math.prod(shape))
+
+
+@exercise("6.4", points=2, title="the most passes that fit in a measured time",
+          reference="chapter 6, §6.3, the memory-bandwidth floor: t_min = bytes moved / copy "
+                    "bandwidth (1 GB/s = 1e9 B/s), read backwards; Exercise 6.1",
+          stronger_hint="in the measured time the device can move at most seconds × copy_GBps × "
+                        "10⁹ bytes, that is, a certain number of arrays of the scan's shape. One "
+                        "of them is the write of x; each pass reads b (and a, when it varies in "
+                        "time). Count how many whole passes fit in the rest, never fewer than 0.")
 def _(fn, rng):
-    cases = [((16, 16384, 256), 1.712e-3, 1725.3, "complex64", False, 1),
-             ((1, 65536, 64), 2.293e-3, 1725.3, "complex64", False, 2),
-             ((8, 4096, 1024), 0.163e-3, 2940.0, "float32", True, 1),
-             ((4, 2048, 64), 0.0112, 11.3, "complex64", False, 1)]
-    for shape, seconds, gbps, dtype, tv, passes in cases:
+    cases = [((1, 1000, 1), 41e-6, 1.0, "complex64", False),
+             ((16, 16384, 256), 1.712e-3, 2941.0, "complex64", False),
+             ((1, 65536, 64), 0.233e-3, 2941.0, "complex64", False),
+             ((8, 4096, 1024), 0.163e-3, 2940.0, "float32", True),
+             ((16, 16384, 256), 0.3e-3, 2941.0, "complex64", False),
+             ((2, 3, 100, 8), 1e-4, 11.3, "complex128", True)]
+    shape = tuple(int(v) for v in rng.integers(1, 65, 3) * (1, 256, 4))
+    dtype, tv = str(rng.choice(["complex64", "float32"])), bool(rng.integers(2))
+    seconds = float(rng.uniform(2, 40)) * np.dtype(dtype).itemsize * math.prod(shape) / 2e12
+    while abs(_arrays_moved(shape, seconds, 2000.0, dtype) % 1) < 1e-4:
+        seconds *= 1.01                              # keep the random case off a boundary
+    cases.append((shape, seconds, 2000.0, dtype, tv))
+    for shape, seconds, gbps, dtype, tv in cases:
         inputs = {"shape": shape, "seconds": seconds, "copy_GBps": gbps, "dtype": dtype,
-                  "time_varying": tv, "passes": passes}
+                  "time_varying": tv}
         got = call(fn, inputs)
-        floor = reference_bytes(shape, dtype, tv, passes) / (gbps * 1e9)
-        want = floor / seconds
-        expect(np.ndim(got) == 0, "return one number, the fraction.", inputs=inputs,
-               received=got)
-        expect_close(np.float64(got), np.float64(want), inputs=inputs, rtol=1e-6, atol=0,
-                     what="the fraction of the floor", hints=[
-            alternative(1 / want, "the fraction is floor / measured time (≤ 1 for an honest "
-                        "measurement), not its inverse."),
-            alternative(want * 1e9 / 2 ** 30, "1 GB/s is 10⁹ bytes per second (not 2³⁰)."),
-            alternative(want * 2 ** 30 / 1e9, "1 GB/s is 10⁹ bytes per second (not 2³⁰)."),
-        ])
+        want = reference_passes_at_most(shape, seconds, gbps, dtype, tv)
+        arrays = _arrays_moved(shape, seconds, gbps, dtype)
+        reads = 1 + int(tv)
+        hints = []
+        if tv:
+            hints.append(alternative(max(0, math.floor(arrays - 1)), "a time-varying a is an "
+                                     "array as large as b, read with it in every pass."))
+        hints.append(alternative(max(0, math.floor((arrays * 2 ** 30 / 1e9 - 1) / reads)),
+                                 "1 GB/s is 10⁹ bytes per second (not 2³⁰)."))
+        if math.floor(arrays / reads) != want + 1:
+            hints.append(alternative(math.floor(arrays / reads), "the scan also writes x once: "
+                                     "that array is not a pass."))
+        hints += [
+            alternative(want + 1, "one pass too many: the passes and the one write of x must "
+                        "all fit in the measured time, so round down."),
+            when(lambda r, e: float(r) < 0, "when not even one pass fits, the answer is 0 "
+                 "passes (the copy bandwidth given is then below the device's peak)."),
+            when(lambda r, e: float(r) != int(float(r)), "a kernel makes a whole number of "
+                 "passes: return the largest one that fits."),
+        ]
+        expect(np.ndim(got) == 0, "return one number, the passes.", inputs=inputs, received=got)
+        expect_close(np.float64(got), np.float64(want), inputs=inputs, rtol=0, atol=1e-6,
+                     what="the number of passes", hints=hints)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,7 +3,9 @@ eigenvalues for a memory length, the share of a ring that remembers, where a lay
 go, and comparing two models over seeds."""
 from __future__ import annotations
 
+import functools
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -91,8 +93,14 @@ def _(fn, rng):
 
 def reference_param_count(layer, d_model, d_state, n_heads=1):
     """Parameters of one LRU or RotRNN layer, from the shapes its ``init`` returns."""
+    return _traced_count(layer, int(d_model), int(d_state), int(n_heads))
+
+
+@functools.cache
+def _traced_count(layer, d_model, d_state, n_heads):
     import jax
     from lrnn.layers import lru, rotrnn
+
     def init(key):
         if layer == "lru":
             return lru.init(key, d_model, d_state)
@@ -101,78 +109,121 @@ def reference_param_count(layer, d_model, d_state, n_heads=1):
     return sum(int(np.prod(v.shape)) for v in shapes.values())
 
 
-@exercise("7.3", points=3, title="where a layer's parameters go: LRU against RotRNN",
+def _closest_heads(target, count, start=1):
+    """The number of heads k ≥ 1 whose ``count(k)`` (increasing in k) is closest to ``target``,
+    the smaller on a tie, by walking up from one head."""
+    k = start
+    while count(k + 1) < target:
+        k += 1
+    return min((k, k + 1), key=lambda j: (abs(count(j) - target), j))
+
+
+def reference_matching_state(d_model, d_state, head_size):
+    """The RotRNN state size (heads × head_size) whose layer of width ``d_model`` has the
+    number of parameters closest to the LRU layer (d_model, d_state): both counts traced from
+    the library's ``init``; a RotRNN layer grows by the same count with every head."""
+    H, n = d_model, head_size
+    lru_count = reference_param_count("lru", H, d_state)
+    one_head = reference_param_count("rotrnn", H, n, 1)
+    return n * _closest_heads(lru_count, lambda k: H + k * (one_head - H))
+
+
+@exercise("7.3", points=3, title="a RotRNN with the LRU's parameter budget",
           reference="LRU §3.2–3.4 and App. A (complex B̃, C̃; ν, θ, γ per state); RotRNN eq. 6, "
-                    "Lemmas 2–3 and §3 'Multi-Head Decay' (M, θ, ν per head; real B, C)",
-          stronger_hint="count array by array. LRU: ν, θ and γ have one entry per state (N each); "
-                        "B̃ (N × H) and C̃ (H × N) are complex, two real numbers per entry; D has "
-                        "H. RotRNN: per head of size n = N / n_heads, M is n × n, θ has n/2 angles "
-                        "and ν one decay; B (N × H) and C (H × N) are real; D has H.")
+                    "Lemmas 2–3, §3 'Multi-Head Decay' and App. B.2 (heads of 8)",
+          stronger_hint="count array by array. LRU: ν, θ and γ have one entry per state; B̃ "
+                        "(N × H) and C̃ (H × N) are complex, two real numbers per entry; D has H. "
+                        "RotRNN, per head of n states: M is n × n, θ has n/2 angles, ν one decay, "
+                        "B_h is n × H and C has n columns of H; D (H) once. So the RotRNN's count "
+                        "is H plus the number of heads times a per-head count: solve for the "
+                        "number of heads and compare the two whole numbers around it (at least "
+                        "one head).")
 def _(fn, rng):
-    for layer, H, N, heads in [("lru", 1, 1, 1), ("lru", 64, 64, 1), ("lru", 3, 10, 1),
-                               ("rotrnn", 64, 64, 8), ("rotrnn", 4, 8, 2), ("rotrnn", 3, 12, 1),
-                               ("rotrnn", 32, 256, 32)]:
-        inputs = {"layer": layer, "d_model": H, "d_state": N, "n_heads": heads}
+    cases = [(2, 1, 16), (1, 1, 2), (64, 64, 8), (16, 12, 4), (64, 100, 8), (24, 40, 8),
+             (48, 64, 16), (int(rng.integers(4, 97)), int(rng.integers(4, 129)),
+                          int(rng.choice([2, 4, 8, 16])))]
+    for H, N, n in cases:
+        inputs = {"d_model": H, "d_state": N, "head_size": n}
         got = call(fn, inputs)
-        want = reference_param_count(layer, H, N, heads)
-        expect(np.ndim(got) == 0, "return one integer.", inputs=inputs, received=got)
-        if layer == "lru":
-            hints = [alternative(want - 2 * N * H, "B̃ and C̃ are complex: each is stored as a "
-                                 "real and an imaginary part (B_re, B_im, C_re, C_im)."),
-                     alternative(want - N, "the γ normalisation γ_log (LRU eq. 7) is a "
-                                 "parameter too."),
-                     alternative(want - H, "the skip D ⊙ u has H parameters.")]
-        else:
-            n = N // heads
-            hints = [alternative(want - heads * n * n + N * N, "M is per head, (n × n) with "
-                                 "n = d_state / n_heads: P_h = exp(M_h − M_hᵀ), not one "
-                                 "N × N matrix."),
-                     alternative(want + N * H, "B and C of the RotRNN are real: no imaginary "
-                                 "parts."),
-                     alternative(want - heads * (n // 2) + N // 2 * heads, "each head has n/2 "
-                                 "angles θ (one per 2×2 block)."),
-                     alternative(want - heads + N, "one decay ν per head (Multi-Head Decay), "
-                                 "not one per state.")]
+        expect(np.ndim(got) == 0 and float(got) == int(float(got)),
+               "return one whole number, the RotRNN's state size.", inputs=inputs, received=got)
+        want = reference_matching_state(H, N, n)
+        lru_count = reference_param_count("lru", H, N)
+        per_head = reference_param_count("rotrnn", H, n, 1) - H
+        rot = lambda k, extra=0: H + k * (per_head + extra)                       # noqa: E731
         expect_close(np.float64(got), np.float64(want), inputs=inputs, rtol=0, atol=0.05,
-                     what="the number of parameters", hints=hints)
+                     what="the RotRNN's state size", hints=[
+            alternative(want // n, "return the state size, heads × head_size, not the number "
+                        "of heads."),
+            alternative(n * _closest_heads(lru_count - 2 * N * H, rot), "B̃ and C̃ of the LRU "
+                        "are complex: each is stored as a real and an imaginary part."),
+            alternative(n * _closest_heads(lru_count, lambda k: rot(k, 2 * n * H)), "B and C "
+                        "of the RotRNN are real: no imaginary parts."),
+            alternative(n * max(1, (lru_count - H) // per_head), "round to the nearest number "
+                        "of heads: compare the counts of the two whole numbers around your "
+                        "solution."),
+            alternative(2 * N, "2N equalises the real state size (N complex states are 2N real "
+                        "numbers), not the number of parameters."),
+            when(lambda r, e: float(r) % n != 0, "the state size is a whole number of heads: "
+                 "a multiple of head_size."),
+            when(lambda r, e: float(r) <= 0, "a RotRNN has at least one head."),
+        ])
 
 
-def reference_win(a, b, higher_is_better=True):
-    a = np.asarray(a, np.float64)[:, None]
-    b = np.asarray(b, np.float64)[None, :]
-    wins = (a > b) if higher_is_better else (a < b)
-    return float(np.mean(wins + 0.5 * (a == b)))
+def reference_seeds_needed(n_a, alpha):
+    """The smallest n_b ≥ 1 for which a clean sweep of A (its n_a results the n_a best) has
+    probability at most ``alpha`` when all n_a + n_b results are exchangeable: drawing the best
+    results one by one, the i-th best is one of A's remaining n_a − i seeds with probability
+    (n_a − i) / (n_a + n_b − i). Exact fractions, so a boundary case is decided exactly."""
+    bound = Fraction(alpha)
+    n_b = 1
+    while math.prod((Fraction(n_a - i, n_a + n_b - i) for i in range(n_a)), start=1) > bound:
+        n_b += 1
+    return n_b
 
 
-@exercise("7.4", points=2, title="the chance that a seed of A beats a seed of B",
-          reference="chapter 7, §2 (seeds matter as much as models); the Mann–Whitney "
-                    "U statistic U / (n_A n_B), ties counted ½",
-          stronger_hint="compare every seed of A with every seed of B: all n_A × n_B pairs, e.g. "
-                        "a[:, None] against b[None, :]. A win counts 1 and a tie ½, with 'better' "
-                        "meaning higher or lower as higher_is_better says; average over the pairs.")
+def _smallest_n_b(chance, alpha, limit=100_000):
+    """The smallest n_b ≥ 1 with chance(n_b) ≤ alpha (a wrong chance, for the hints)."""
+    return next((n_b for n_b in range(1, limit) if chance(n_b) <= alpha), -1)
+
+
+@exercise("7.4", points=2, title="how many seeds make a clean sweep convincing",
+          reference="chapter 7, §7.2 (seeds matter as much as models); a clean sweep under "
+                    "exchangeable results, as in the Mann–Whitney test's null hypothesis",
+          stronger_hint="if the two models are equally good, every choice of which n_a of the "
+                        "n_a + n_b sorted results belong to A is equally likely, and a clean "
+                        "sweep is exactly one of those choices. Count the choices (a binomial "
+                        "coefficient) and increase n_b from 1 until one over that count is at "
+                        "most alpha.")
 def _(fn, rng):
-    cases = [([0.9], [0.8], True), ([0.5, 0.7], [0.7, 0.6], True),
-             ([0.0049, 0.0031, 0.0062], [0.026, 0.007, 0.03], False),
-             (list(np.round(rng.uniform(0.6, 0.8, 5), 2)), list(np.round(rng.uniform(0.6, 0.8, 4),
-                                                                          2)), True),
-             ([1.0, 1.0], [1.0, 0.5, 1.0], True)]
-    for a, b, higher in cases:
-        inputs = {"a": np.asarray(a), "b": np.asarray(b), "higher_is_better": higher}
+    n_a_random = int(rng.integers(1, 7))
+    alpha_random = float(np.round(rng.uniform(0.002, 0.2), 4))
+    while any(abs(math.comb(n_a_random + n_b, n_a_random) * alpha_random - 1) < 1e-6
+              for n_b in range(1, 2000)):
+        alpha_random *= 1.01                 # keep the random case off a boundary
+    for n_a, alpha in [(1, 0.15), (2, 0.02), (3, 0.2), (10, 0.5), (2, 0.05), (3, 0.01),
+                       (1, 0.045), (5, 0.001), (n_a_random, alpha_random)]:
+        inputs = {"n_a": n_a, "alpha": alpha}
         got = call(fn, inputs)
-        want = reference_win(a, b, higher)
-        A, B = np.asarray(a)[:, None], np.asarray(b)[None, :]
-        expect(np.ndim(got) == 0, "return one number in [0, 1].", inputs=inputs, received=got)
-        expect_close(np.float64(got), np.float64(want), inputs=inputs, rtol=1e-9, atol=1e-12,
-                     what="P(a seed of A beats a seed of B)", hints=[
-            alternative(1 - want, "the direction is reversed: with higher_is_better=False "
-                        "(an error such as the MSE) the smaller value wins."),
-            alternative(float(np.mean((A > B) if higher else (A < B))), "ties count one half "
-                        "(neither seed wins)."),
-            alternative(float(np.mean((A >= B) if higher else (A <= B))), "ties count one "
-                        "half, not a full win."),
-            alternative(float(np.mean(a) > np.mean(b)) if higher else
-                        float(np.mean(a) < np.mean(b)), "compare every seed of A with every "
-                        "seed of B, not the means."),
+        expect(np.ndim(got) == 0 and float(got) == int(float(got)),
+               "return one whole number of seeds, n_b.", inputs=inputs, received=got)
+        want = reference_seeds_needed(n_a, alpha)
+        sweep = lambda n_b: 1 / math.comb(n_a + n_b, n_a)                        # noqa: E731
+        expect_close(np.float64(got), np.float64(want), inputs=inputs, rtol=0, atol=0.05,
+                     what="the number of seeds of B", hints=[
+            alternative(_smallest_n_b(lambda n_b: 0.5 ** (n_a * n_b), alpha),
+                        "the n_a × n_b comparisons share seeds, so they are not independent "
+                        "coin flips."),
+            alternative(_smallest_n_b(lambda n_b: math.perm(n_a + n_b, n_a) ** -1.0, alpha),
+                        "A's seeds may finish in any order among themselves: only which "
+                        "results are A's matters, not their order."),
+            alternative(_smallest_n_b(lambda n_b: 2 * sweep(n_b), alpha),
+                        "the question is whether A beats B, decided before the runs: a clean "
+                        "sweep of B does not count."),
+            alternative(want - 1, "that n_b still leaves a clean sweep more likely than "
+                        "alpha: return the smallest n_b at which it is at most alpha."),
+            alternative(want + n_a, "return the seeds of B only, n_b, not n_a + n_b."),
+            when(lambda r, e: float(r) < 1, "B needs at least one seed."),
         ])
 
 
@@ -183,19 +234,34 @@ def _(fn, rng):
 SEEDS_EACH = 3
 
 
+def reference_share_at_least(n, wins):
+    """P(the win share of A ≥ wins / n²) for two equally good models with n seeds each: all
+    C(2n, n) choices of A's ranks are equally likely, and each is counted by its wins."""
+    import itertools
+    splits = list(itertools.combinations(range(2 * n), n))    # A's ranks, 0 = the best
+    def a_wins(ranks):
+        b = sorted(set(range(2 * n)) - set(ranks))
+        return sum(r < s for r in ranks for s in b)
+    return sum(a_wins(ranks) >= wins for ranks in splits) / len(splits)
+
+
 @exercise("7.6", points=1, kind="value",
-          title="predict: the chance that every seed of A beats every seed of B by luck",
-          reference="chapter 7, §7.4 (seeds, medians and what they settle)",
+          title="predict: a win share of 8/9 or more, by luck",
+          reference="chapter 7, §7.2 (seeds matter); Exercise 7.4 (a clean sweep by luck)",
           stronger_hint="If the two models are the same, the six results are exchangeable: "
-                        "every way of choosing which three of the six sorted results belong to "
-                        "A is equally likely. A wins every comparison only if its three are the "
-                        "three best; count the ways to choose 3 of 6.")
+                        "each of the C(6, 3) ways to choose which three of the six sorted "
+                        "results belong to A is equally likely. List the choices in which A "
+                        "loses at most one of the nine comparisons.")
 def _(value, rng):
-    want = 1 / math.comb(2 * SEEDS_EACH, SEEDS_EACH)
+    n = SEEDS_EACH
+    want = reference_share_at_least(n, n * n - 1)
+    sweep = 1 / math.comb(2 * n, n)
     expect_prediction(value, want, rtol=0.02, what="the probability", hints=[
-        alternative(0.5 ** SEEDS_EACH, "the three seeds are not three coin flips against one "
-                                       "fixed opponent: all nine comparisons must go A's way."),
-        alternative(0.5 ** (SEEDS_EACH ** 2), "the nine comparisons share seeds, so they are "
-                                             "not independent."),
+        alternative(sweep, "that is the clean sweep alone, 9 of 9: a share of 8/9 counts "
+                           "too."),
+        alternative(3 * sweep, "only one choice of A's results other than the clean sweep "
+                               "loses exactly one comparison."),
+        alternative(10 * 0.5 ** (n * n), "the nine comparisons share seeds, so they are not "
+                                         "independent coin flips."),
         alternative(0.5, "that is the chance of one comparison."),
     ])

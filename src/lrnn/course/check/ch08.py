@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from ._core import (alternative, call, exercise, expect, expect_close, expect_prediction,
-                    randn, when)
+from ._core import (alternative, as_array, call, exercise, expect, expect_close,
+                    expect_prediction, randn, when)
 from .ch02 import _naive_states, _pair, random_params
 
 #: The model's LayerNorm epsilon (``lrnn.model.NORM_EPS``), stated in the exercise.
@@ -182,15 +182,78 @@ def reference_block(p, u):
 
 
 # ------------------------------------------------------------------------------------------
-# 8.1 LayerNorm
+# 8.1 LayerNorm (find the bug): probes by property first, then the values
 # ------------------------------------------------------------------------------------------
 
+def _same(a, b, rtol=RTOL, atol=ATOL):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
+
+
+def _layer_norm_probes(fn, u, scale, bias, got):
+    """What a LayerNorm must do whatever its inputs: each step on its own (not another step,
+    not another sequence), a step of equal features comes out as the bias, adding a number to
+    every feature of a step changes nothing, and with scale 1 and bias 0 the features of a step
+    of spread ≫ √ε have mean 0 and mean square 1. ``u`` has shape (..., L, H), ``got`` is
+    ``fn(u, scale, bias)``."""
+    length = u.shape[-2]
+    inputs = {"u": u, "scale": scale, "bias": bias}
+    if length > 1:
+        k = length // 2
+        changed = u.copy()
+        changed[..., k, :] += 3.0 * np.linspace(-1.0, 1.0, u.shape[-1], dtype=np.float32)
+        out = np.asarray(call(fn, {**inputs, "u": changed}))
+        others = [j for j in range(length) if j != k]
+        moved = [j for j in others if not _same(out[..., j, :], got[..., j, :])]
+        expect(not moved, f"the output at time step(s) {moved} changed when only step {k} of u "
+               "changed: the output of one time step depends on other time steps (in a causal "
+               "model, on the future too).", inputs={**inputs, "u (step changed)": changed},
+               expected=got[..., others, :], received=out[..., others, :])
+    if u.ndim > 2 and u.shape[0] > 1:
+        changed = u.copy()
+        changed[0] = 2.0 * changed[0] - 1.0
+        out = np.asarray(call(fn, {**inputs, "u": changed}))
+        expect(_same(out[1:], got[1:]), "the output of one sequence changed when only another "
+               "sequence of the batch (u[0]) changed.", inputs={**inputs, "u (u[0] changed)":
+                                                                changed},
+               expected=got[1:], received=out[1:])
+    flat = u.copy()
+    flat[..., 0, :] = 3.75
+    out = np.asarray(call(fn, {**inputs, "u": flat}))
+    expect(_same(out[..., 0, :], np.broadcast_to(bias, out[..., 0, :].shape)),
+           "a step whose features are all equal (3.75 in every feature of step 0) should come out "
+           "as the bias; yours comes out as "
+           + ("NaN or inf." if not np.isfinite(out[..., 0, :]).all() else "something else."),
+           inputs={**inputs, "u (step 0 flat)": flat}, expected=bias, received=out[..., 0, :])
+    shift = (5.0 * np.arange(1, length + 1, dtype=np.float32))[:, None]
+    out = np.asarray(call(fn, {**inputs, "u": u + shift}))
+    expect(_same(out, got, rtol=10 * RTOL, atol=10 * ATOL),
+           "adding the same number to every feature of a step (5 to step 0, 10 to step 1, …) "
+           "changed your output: a LayerNorm does not see where the features sit, only how "
+           "they spread around their mean.", inputs={**inputs, "u + shift": u + shift},
+           expected=got, received=out)
+    ones, zeros = np.ones_like(scale), np.zeros_like(bias)
+    out = np.asarray(call(fn, {"u": u, "scale": ones, "bias": zeros}), np.float64)
+    spread = np.asarray(u, np.float64).var(-1)
+    wide = spread > 0.1                          # ε = 1e-5 is negligible against these
+    if wide.any():
+        mean, square = out.mean(-1)[wide], np.square(out).mean(-1)[wide]
+        worst = int(np.argmax(np.abs(square - 1)))
+        expect(np.allclose(mean, 0, atol=1e-4) and np.allclose(square, 1, atol=1e-3),
+               f"with scale = 1 and bias = 0, the {u.shape[-1]} outputs of each step (features "
+               f"of variance ≫ ε) should have mean 0 and mean square 1; one of your steps has "
+               f"mean {mean[worst]:.4f} and mean square {square[worst]:.4f}.",
+               inputs={"u": u, "scale": ones, "bias": zeros})
+
+
 @exercise("8.1", points=2, title="LayerNorm over the features",
-          reference="LRU Fig. 1 and App. D (the Norm of each block); Ba et al. 2016, eqs. 3–4 "
-                    "(layer normalisation over the H features of one step)",
-          stronger_hint="normalise each time step of each sequence on its own: mean and biased "
-                        "variance over the last axis only (keepdims), then (u − mean) / "
-                        "sqrt(var + 1e-5) · scale + bias.")
+          reference="Ba et al. 2016, eqs. 3–4 (layer normalisation over the H features of one "
+                    "step); LRU Fig. 1 and App. D (the Norm of each block)",
+          stronger_hint="each symptom points at one line of layer_norm_broken. Ask of every "
+                        "statistic: over which axis does it run (Ba et al. eqs. 3–4 sum over "
+                        "the H hidden units of one step), and where does ε enter when the "
+                        "variance is as small as ε itself (the model adds it to the variance, "
+                        "under the square root)?")
 def _(fn, rng):
     from lrnn import model
     cases = [((5, 4), 1.0), ((2, 7, 3), 1.0), ((1, 6, 8), 1e-3), ((3, 1, 2), 2.0)]
@@ -200,103 +263,182 @@ def _(fn, rng):
         scale = (1 + 0.5 * randn(rng, h)).astype(np.float32)
         bias = (0.5 * randn(rng, h)).astype(np.float32)
         inputs = {"u": u, "scale": scale, "bias": bias}
-        got = call(fn, inputs)
+        got = as_array(call(fn, inputs), inputs=inputs, what="the normalised u")
+        if spread == 1.0 and got.shape == u.shape:
+            _layer_norm_probes(fn, u, scale, bias, got)
         cfg = model.ModelConfig(layer="lru", d_input=1, d_model=h, norm="layer")
         want = np.asarray(model.norm({"scale": scale, "bias": bias}, {}, u, cfg, False)[0])
-        hints = [alternative(lambda: np_layer_norm(u, scale, bias, axis=-2),
-                             "you normalised over time (axis −2): LayerNorm normalises the H "
-                             "features of each step on their own (axis −1).")] if shape[-2] > 1 \
-            else []
-        hints += [
-            alternative(lambda: np_layer_norm(u, scale, bias, axis=tuple(range(u.ndim - 1))),
-                        "you normalised each feature over the batch and time: that is "
-                        "BatchNorm's statistic; LayerNorm's is over the features of one step."),
-            alternative(lambda: np_layer_norm(u, scale, bias, ddof=1),
-                        "use the biased variance (divide by H, not H − 1: ddof=0)."),
-            alternative(lambda: np_layer_norm(u, scale, bias, eps_inside=False),
-                        "the ε goes inside the square root: sqrt(var + ε), not sqrt(var) + ε."),
-            alternative(lambda: np_layer_norm(u, bias, scale),
-                        "scale and bias are swapped: multiply by scale, then add bias."),
-            alternative(lambda: np_layer_norm(u, 1.0, 0.0),
-                        "the learned scale and bias are missing (· scale + bias)."),
-            alternative(lambda: np_layer_norm(u, scale, bias, eps=0.0),
-                        "the ε = 1e-5 is missing: it matters for a step whose features are "
-                        "nearly equal (small variance)."),
-        ]
+        small = (f"steps whose features spread by only about {spread:g} (variance about "
+                 f"{spread ** 2:g}, against ε = 1e-5)")
         expect_close(got, want, inputs=inputs, rtol=RTOL, atol=ATOL, what="the normalised u",
-                     hints=hints)
-
-
-# ------------------------------------------------------------------------------------------
-# 8.2 GLU
-# ------------------------------------------------------------------------------------------
-
-@exercise("8.2", points=2, title="the gated linear unit",
-          reference="Dauphin et al. 2017, eq. 1 (GLU); LRU App. D (the GLU after the recurrence)",
-          stronger_hint="z = y @ W + b has 2H columns; the first H are the values a, the last H "
-                        "the gates g; return a · σ(g) with σ the logistic sigmoid.")
-def _(fn, rng):
-    for lead, d_in, h in [((), 3, 2), ((4,), 5, 3), ((2, 6), 4, 4)]:
-        y = randn(rng, *lead, d_in)
-        W = (randn(rng, d_in, 2 * h) / np.sqrt(d_in)).astype(np.float32)
-        b = (0.5 * randn(rng, 2 * h)).astype(np.float32)
-        inputs = {"y": y, "W": W, "b": b}
-        got = call(fn, inputs)
-        from lrnn import model
-        want = np.asarray(model.glu({"W": W, "b": b}, y))
-        expect_close(got, want, inputs=inputs, rtol=RTOL, atol=ATOL, what="GLU(y)", hints=[
-            alternative(lambda: np_glu(y, W, b, variant="swapped"),
-                        "the halves are swapped: the first H columns of yW + b are the values, "
-                        "the last H go through the sigmoid."),
-            alternative(lambda: np_glu(y, W, b, variant="interleaved"),
-                        "split yW + b into two contiguous halves (first H columns, last H), not "
-                        "even and odd columns."),
-            alternative(lambda: np_glu(y, W, b, variant="no_sigmoid"),
-                        "the gate goes through the logistic sigmoid σ before the product."),
-            alternative(lambda: np_glu(y, W, b, variant="tanh"),
-                        "the gate is the logistic sigmoid σ(g) = 1/(1 + e^{−g}), not tanh."),
-            alternative(lambda: np_glu(y, W, 0 * b),
-                        "the bias b is missing (it has 2H entries, one per column of W)."),
+                     hints=[
+            alternative(lambda: np_layer_norm(u, scale, bias, eps_inside=False),
+                        f"yours matches the model on steps of spread 1 but not on {small}: "
+                        "there the two treat ε differently."),
+            alternative(lambda: np_layer_norm(u, scale, bias, eps=0.0),
+                        f"on {small} your normalised features still have mean square 1, as if "
+                        "ε played no part; the model's are smaller there."),
+            alternative(lambda: np_layer_norm(u, 1.0, bias),
+                        "(output − bias) is what it would be with scale = 1: your output does "
+                        "not follow the learned scale."),
+            alternative(lambda: np_layer_norm(u, scale, bias, ddof=1),
+                        f"with scale 1 and bias 0 your {h} outputs of a step would have mean "
+                        f"square {(h - 1) / h:.3g}, not 1."),
         ])
 
 
 # ------------------------------------------------------------------------------------------
-# 8.3 One residual block
+# 8.2 GLU (find the bug): the gates wide open, shut and half open first, then the values
 # ------------------------------------------------------------------------------------------
 
+def _glu_probes(fn, y, h):
+    """With W = 0 the unit sees only b: values c (first H entries) and gates g (last H). The
+    gate σ(g) passes c at g = +∞, blocks it at g = −∞ and halves it at g = 0 (Dauphin et al.
+    2017, eq. 1); W = b = 0 gives 0."""
+    W = np.zeros((y.shape[-1], 2 * h), np.float32)
+    c = np.linspace(-2.5, 2.0, h).astype(np.float32)
+    b = np.zeros(2 * h, np.float32)
+    inputs = {"y": y, "W": W, "b": b}
+    out = call(fn, inputs)
+    expect_close(out, np.zeros(h, np.float32), inputs=inputs, rtol=RTOL, atol=ATOL,
+                 what="GLU(y) with W = 0 and b = 0")
+    gate_hints = [
+        when(lambda got, want: np.max(np.abs(got)) > 5,
+             "one of your outputs is far larger than every value entry of b (all within ±2.5): "
+             "a gate entry of b (±30) has found its way into the output."),
+        when(lambda got, want: np.allclose(got, 0, atol=ATOL),
+             "your output is 0: with W = 0, only b can make it move, and yours does not."),
+    ]
+    for g, name, want, extra in [
+            (30.0, "every gate wide open (+30)", c, [
+                alternative(np.tanh(c), "your values come out squashed (a value of −2.5 gives "
+                                        "−0.99): with the gate open, the unit should be linear "
+                                        "in its values, the linear path of Dauphin et al. §3.")]),
+            (-30.0, "every gate shut (−30)", np.zeros(h, np.float32), [
+                alternative(-c, "a shut gate should block the value (output 0); yours flips its "
+                                "sign instead, so your gate reaches −1, not 0, at −∞.")]),
+            (0.0, "every gate at 0 (half open)", c / 2, [
+                alternative(0 * c, "a gate at 0 should let half of each value through; yours "
+                                   "lets none: your gate is 0, not 1/2, at 0.")])]:
+        b = np.concatenate([c, np.full(h, g, np.float32)])
+        inputs = {"y": y, "W": W, "b": b}
+        expect_close(call(fn, inputs), want, inputs=inputs, rtol=RTOL, atol=ATOL,
+                     what=f"GLU(y) with W = 0, values c = b[:{h}] and {name}",
+                     hints=[*extra, *gate_hints])
+
+
+@exercise("8.2", points=2, title="the gated linear unit",
+          reference="Dauphin et al. 2017, eq. 1 (the gated linear unit); LRU App. D (the GLU "
+                    "after the recurrence)",
+          stronger_hint="read each probe as a question about the gate: wide open it must pass "
+                        "the value unchanged, shut it must give 0, at 0 it must pass half. "
+                        "Which function of g does that (Dauphin et al. eq. 1)? And which columns "
+                        "of yW + b are the values: one contiguous half each, values first.")
+def _(fn, rng):
+    from lrnn import model
+    for number, (lead, d_in, h) in enumerate([((), 3, 2), ((4,), 5, 3), ((2, 6), 4, 4)]):
+        y = randn(rng, *lead, d_in)
+        W = (randn(rng, d_in, 2 * h) / np.sqrt(d_in)).astype(np.float32)
+        b = (0.5 * randn(rng, 2 * h)).astype(np.float32)
+        if number == 0:
+            _glu_probes(fn, y, h)
+        inputs = {"y": y, "W": W, "b": b}
+        got = call(fn, inputs)
+        want = np.asarray(model.glu({"W": W, "b": b}, y))
+        expect_close(got, want, inputs=inputs, rtol=RTOL, atol=ATOL, what="GLU(y)", hints=[
+            alternative(lambda: np_glu(y, W, b, variant="swapped"),
+                        "your output follows the last H columns of yW + b as values, and the "
+                        "first H as gates."),
+            alternative(lambda: np_glu(y, W, b, variant="interleaved"),
+                        "your values and gates each take columns from both halves of yW + b."),
+            alternative(lambda: np_glu(y, W, b, variant="no_sigmoid"),
+                        "your output grows without bound with the gates: it is the product of "
+                        "the two halves, with no gate between 0 and 1."),
+            alternative(lambda: np_glu(y, W, b, variant="tanh"),
+                        "your gates reach −1 for very negative inputs: a gate should lie "
+                        "between 0 (shut) and 1 (open)."),
+            alternative(lambda: np_glu(y, W, 0 * b),
+                        "your output is what it would be with b = 0: it does not move with b."),
+        ])
+
+
+# ------------------------------------------------------------------------------------------
+# 8.3 One residual block (find the bug): an idle branch and causality first, then the values
+# ------------------------------------------------------------------------------------------
+
+_SAME_GLU = " Does the block use your glu of 8.2, which passes its check?"
 _BLOCK_HINTS = [
-    ("post_norm", "you normalised after the residual sum (post-norm: Norm(u + f(u))); the "
-                  "block is pre-norm: u + f(Norm(u)), LRU App. D."),
-    ("residual_normed", "the skip adds the normalised v; it must add the block's input u "
-                        "itself: u + f(Norm(u))."),
-    ("no_residual", "the skip connection is missing: return u + f(Norm(u))."),
-    ("time_axis", "the norm is taken over time (axis −2): it is over the H features "
-                  "(axis −1)."),
-    ("swapped", "the GLU halves are swapped (values first, gates second)."),
-    ("no_sigmoid", "the GLU gate needs its sigmoid."),
-    ("no_gelu", "the GELU between the recurrence and the GLU is missing."),
-    ("gelu_erf", "your GELU is the exact (erf) one; the model uses jax.nn.gelu's default, the "
-                 "tanh approximation."),
-    ("relu", "the nonlinearity is GELU (tanh approximation), not ReLU."),
-    ("no_D", "the LRU's skip term D ⊙ v is missing: y_k = Re(C x_k) + D ⊙ v_k."),
-    ("no_gamma", "the γ normalisation of the LRU input is missing: x_k = λ x_{k−1} + "
-                 "exp(γ_log) ⊙ (B v_k)."),
-    ("modulus", "take the real part Re(C x_k), not the modulus |C x_k|."),
+    ("post_norm", "each step of your output has the spread and mean that the norm's scale and "
+                  "bias give, whatever the size of u: the stream is renormalised on its way "
+                  "through the block."),
+    ("residual_normed", "each step of your output has the spread and mean that the norm's scale "
+                        "and bias give, whatever the size of u: the stream is renormalised on "
+                        "its way through the block."),
+    ("no_residual", "your output does not contain u: it is the branch alone."),
+    ("time_axis", "the output at one step depends on later steps of u."),
+    ("swapped", "your branch reads the GLU's last H columns as values and its first H as "
+                "gates." + _SAME_GLU),
+    ("no_sigmoid", "your GLU's gates are not between 0 and 1." + _SAME_GLU),
+    ("no_gelu", "where the recurrence's output is strongly negative your GLU receives it "
+                "unchanged; the model's receives nearly 0."),
+    ("gelu_erf", "yours differs from the model's by 1e-4 to 1e-3 relative: far more than "
+                 "float32 rounding, far less than any missing piece; the nonlinearity between "
+                 "the recurrence and the GLU is not quite the model's (chapter 8, Figure 8.2)."),
+    ("relu", "where the recurrence's output is slightly negative your GLU receives exactly 0; "
+             "the model's receives a small negative number."),
+    ("no_D", "your LRU layer's output at step k comes from its state alone: with C = 0 the "
+             "model's would still carry v_k through to y_k, yours would be 0."),
+    ("no_gamma", "your LRU layer's output does not change with γ_log, the model's does."),
+    ("modulus", "the part of your LRU layer's output read from the state (all but the "
+                "D ⊙ v_k term) is never negative; the model's is."),
 ]
 
 
+def _block_probes(fn, p, u, got):
+    """With the GLU's W = b = 0 the branch adds 0, so a residual block returns u itself; and a
+    causal block's output at a step does not move when a later step of u changes."""
+    idle = {**p, "glu": {"W": np.zeros_like(p["glu"]["W"]), "b": np.zeros_like(p["glu"]["b"])}}
+    inputs = {"p": "p with the GLU's W and b at 0", "u": u}
+    n = p["norm"]
+    expect_close(call(fn, {"p": idle, "u": u}), u, inputs=inputs, rtol=RTOL, atol=ATOL,
+                 what="the block's output with an idle branch (GLU W = 0, b = 0)", hints=[
+                     alternative(lambda: np_layer_norm(u, n["scale"], n["bias"]),
+                                 "a branch that adds 0 should leave u as it is; each step of "
+                                 "yours comes out with the spread and mean that the norm's "
+                                 "scale and bias give: the stream is renormalised on its way "
+                                 "through the block."),
+                     when(lambda got, want: np.allclose(got, 0, atol=ATOL),
+                          "a branch that adds 0 should leave u as it is; yours returns 0: u "
+                          "does not reach the output.")])
+    length = u.shape[-2]
+    if length > 2:
+        k = length - 2
+        changed = u.copy()
+        changed[..., k:, :] += 2.0
+        out = np.asarray(call(fn, {"p": p, "u": changed}))
+        moved = [j for j in range(k) if not _same(out[..., j, :], got[..., j, :])]
+        expect(not moved, f"the output at step(s) {moved} changed when only steps {k} and "
+               f"later of u changed: the block's output depends on the future.",
+               inputs={"p": p, "u": u, "u (later steps changed)": changed},
+               expected=got[..., :k, :], received=out[..., :k, :])
+
+
 @exercise("8.3", points=4, title="one residual LRU block",
-          reference="LRU Fig. 1, App. A (the layer) and App. D (Norm–Recurrence–GLU–Skip, "
-                    "pre-norm); chapter 2, eq. (2.1)",
-          stronger_hint="v = layer_norm(u, ...) of 8.1; y = the LRU layer of chapter 2 on v "
-                        "(real part of C x plus D ⊙ v); out = u + glu(jax.nn.gelu(y), ...) of "
-                        "8.2. The input u is what the skip adds, not v.")
+          reference="LRU Fig. 1, App. A (the layer) and App. D (Norm–Recurrence–GLU–Skip); "
+                    "chapter 2, eq. (2.1)",
+          stronger_hint="read LRU App. D's sentence on post-norm: where does the norm sit, on "
+                        "the skip path or on the branch, and which array does the skip carry "
+                        "to the output? Then compare the nonlinearity between the recurrence "
+                        "and the GLU with the one chapter 8, §8.3 says the model uses.")
 def _(fn, rng):
-    for lead, length, h, n in [((), 5, 2, 3), ((2,), 7, 3, 4), ((3,), 1, 4, 2)]:
+    for number, (lead, length, h, n) in enumerate([((), 5, 2, 3), ((2,), 7, 3, 4),
+                                                   ((3,), 1, 4, 2)]):
         p = random_block(rng, h, n)
         u = randn(rng, *lead, length, h)
         inputs = {"p": p, "u": u}
-        got = call(fn, inputs)
+        got = as_array(call(fn, inputs), inputs=inputs, what="the block's output")
+        if number == 0 and got.shape == u.shape:
+            _block_probes(fn, p, u, got)
         want = reference_block(p, u)
         hints = [alternative(lambda v=v: np_block(p, u, v), m) for v, m in _BLOCK_HINTS
                  if not (v == "time_axis" and length == 1)]
