@@ -38,7 +38,13 @@ def radius(A):
 
 
 def rotation_recurrence(gamma, theta, b):
-    return lrnn.rotation_scan(gamma, theta, b, method="sequential")
+    """θ (L, K): one library rotation scan per step, each from the last state."""
+    x, out = None, []
+    for t in range(b.shape[-2]):
+        x = lrnn.rotation_scan(gamma, theta[t], b[..., t:t + 1, :], method="sequential",
+                               initial=x)[..., 0, :]
+        out.append(x)
+    return jnp.stack(out, axis=-2)
 
 
 def rotgru(params, h, x):
@@ -73,9 +79,31 @@ def reflector(x, y):
     return x - y
 
 
+def chain_gradient(U, h, g, reverse=False, fixed_norms=False, masked=True):
+    """∂(gᵀ W h)/∂U for W = H(U[:,0]) ⋯ H(U[:,m−1]) (Exercise 5.2), with dense partial products
+    and u = ‖u‖v: ∂/∂v of aᵀ(I − 2vvᵀ)b projected off v, over ‖u‖; the flags make the typical
+    mistakes."""
+    U = np.asarray(U, np.float64)
+    n, m = U.shape
+    H = [np.eye(n) - 2 * np.outer(u, u) / (u @ u) for u in U.T]
+    H = H[::-1] if reverse else H
+    grad = np.zeros((n, m))
+    for j in range(m):
+        k = m - 1 - j if reverse else j
+        a = np.linalg.multi_dot([np.eye(n), *H[:k], np.eye(n)]).T @ np.asarray(g, np.float64)
+        b = np.linalg.multi_dot([np.eye(n), *H[k + 1:], np.eye(n)]) @ np.asarray(h, np.float64)
+        norm = np.linalg.norm(U[:, j])
+        v = U[:, j] / norm
+        dv = -2 * ((v @ b) * a + (v @ a) * b)
+        grad[:, j] = (dv if fixed_norms else dv - v * (v @ dv)) / norm
+    return np.tril(grad) if masked else grad
+
+
 def wy_merge(U1, T1, U2, T2):
-    return np.hstack([U1, U2]), np.block([[T1, U1.T @ U2], [np.zeros((T2.shape[0], T1.shape[0])),
-                                                            T2]])
+    """LAPACK's form: (I − U1 T1 U1ᵀ)(I − U2 T2 U2ᵀ) = I − U T Uᵀ, T = [[T1, S], [0, T2]]."""
+    U1, T1, U2, T2 = (np.asarray(v, np.float64) for v in (U1, T1, U2, T2))
+    S = -T1 @ U1.T @ U2 @ T2
+    return np.hstack([U1, U2]), np.block([[T1, S], [np.zeros((T2.shape[0], T1.shape[0])), T2]])
 
 
 def ornn_step(params, h, x):
@@ -86,8 +114,11 @@ def ornn_step(params, h, x):
     return jnp.maximum(z, z / 10)
 
 
-def scan_bytes(shape, dtype="complex64", time_varying=False, passes=1):
+def scan_bytes(shape, dtype="complex64", time_varying=False, passes=1, backward=False):
+    """Backward: x̄ (and a(t)) per pass; x read and b̄ written once; ā(t) written once."""
     arrays = passes * (2 if time_varying else 1) + 1
+    if backward:
+        arrays += 1 + int(time_varying)
     return arrays * math.prod(shape) * np.dtype(dtype).itemsize
 
 
@@ -132,6 +163,33 @@ def passes_at_most(shape, seconds, copy_GBps, dtype="complex64", time_varying=Fa
     return lo
 
 
+def ring_share(r_min, r_max, T, q):
+    """LRU Lemma 3.2: |λ|² uniform on [r_min², r_max²]; |λ|^T ≥ q ⇔ |λ|² ≥ q^(2/T)."""
+    if r_max == r_min:
+        return float(r_max ** T >= q)
+    return float(np.clip((r_max ** 2 - q ** (2 / T)) / (r_max ** 2 - r_min ** 2), 0, 1))
+
+
+def r_max_for_share(r_min, T, q, share):
+    """Closed form: share · (R² − r_min²) = R² − q^(2/T), or r_min when r_min remembers."""
+    if r_min ** T >= q:
+        return r_min
+    R2 = (q ** (2 / T) - share * r_min ** 2) / (1 - share)
+    return math.sqrt(R2) if R2 < 1 else math.nan
+
+
+def states_needed(r_min, r_max, T, q, k, p=0.95):
+    """The binomial tail from SciPy, N increased from k."""
+    from scipy.stats import binom
+    s = ring_share(r_min, r_max, T, q)
+    if s == 0:
+        return math.inf
+    n = k
+    while binom.sf(k - 1, n, s) < p:
+        n += 1
+    return n
+
+
 def lru_count(H, N, complex_bc=True):
     """LRU App. A: ν, θ, γ per state; B̃ (N, H), C̃ (H, N), complex; D (H,)."""
     return 3 * N + (2 if complex_bc else 1) * 2 * N * H + H
@@ -170,9 +228,8 @@ def seeds_needed(n_a, alpha):
 REFERENCES = {
     "1.3": chunked, "1.5": radius, "3.1": o.skew_expm, "3.2": rotation_recurrence,
     "3.4": rotgru, "4.1": xi_closed_form, "4.3": steps_to_fraction, "5.1": reflector,
-    "5.2": lambda U, s=None: o.householder_product(U) if s is None else o.householder_product(U, s),
-    "5.3": wy_merge, "5.4": ornn_step, "6.1": scan_bytes, "6.2": work_depth,
-    "6.3": scan_vjp, "6.4": passes_at_most, "7.1": lambda T, q: q ** (1 / T),
+    "5.2": chain_gradient, "5.3": wy_merge, "5.4": ornn_step, "6.1": scan_bytes, "6.2": work_depth,
+    "6.3": scan_vjp, "6.4": passes_at_most, "7.1": r_max_for_share, "7.2": states_needed,
     "7.3": matching_state, "7.4": seeds_needed,
 }
 
@@ -310,6 +367,32 @@ def test_fraction_remembering_matches_ring_init():
             < 0.01
 
 
+def test_designed_ring_and_layer_size_match_ring_init_draws():
+    """Exercises 7.1 and 7.2's references against eigenvalues drawn by the library's ring_init:
+    the designed ring holds the share, and N states hold k remembering ones with probability p
+    while N − 1 do not (layers of N states drawn 20 000 times)."""
+    from lrnn.course.check.ch07 import reference_r_max_for_share, reference_states_needed
+
+    def moduli(r_min, r_max, n, seed):
+        nu_log, _ = lrnn.layers.lru.ring_init(jax.random.PRNGKey(seed), n, r_min=r_min,
+                                              r_max=r_max)
+        return np.exp(-np.exp(np.asarray(nu_log, np.float64)))
+    for r_min, T, q, share in [(0.0, 1, 0.5, 0.3), (0.99, 100, 0.5, 0.5), (0.9, 50, 0.1, 0.25)]:
+        R = reference_r_max_for_share(r_min, T, q, share)
+        assert R == pytest.approx(r_max_for_share(r_min, T, q, share), rel=1e-12)
+        assert abs(np.mean(moduli(r_min, R, 100_000, 5) ** T >= q) - share) < 0.01
+    assert math.isnan(reference_r_max_for_share(0.0, 1000, 0.5, 0.5))
+    assert reference_r_max_for_share(0.999, 200, 0.5, 0.9) == 0.999
+    r_min, r_max, T, q, k, p = 0.99, 0.999, 100, 0.5, 16, 0.9
+    N = reference_states_needed(r_min, r_max, T, q, k, p)
+    assert N == states_needed(r_min, r_max, T, q, k, p) == 29
+    for n, holds in [(N, True), (N - 1, False)]:
+        remember = moduli(r_min, r_max, 20_000 * n, n) ** T >= q
+        assert (np.mean(remember.reshape(20_000, n).sum(axis=1) >= k) >= p) == holds
+    assert reference_states_needed(0.0, 0.9, 1000, 0.5, 1, 0.5) == math.inf
+    assert reference_states_needed(0.5, 0.5, 2, 0.2, 3, 0.95) == 3
+
+
 # ------------------------------------------------------------------------------------------
 # Typical mistakes get the hint that names them
 # ------------------------------------------------------------------------------------------
@@ -413,16 +496,39 @@ def test_hints_chapter_3():
     assert "−θ" in _hint("3.2", lambda g, t, b: rotation_recurrence(g, -t, b))
     assert "decay is missing" in _hint("3.2", lambda g, t, b: rotation_recurrence(1 + 0 * g, t, b))
 
-    def dense(g, t, b):
-        G = jnp.repeat(g, 2)[:, None] * o.block_rotation(t)
+    assert "first step" in _hint("3.2", lambda g, t, b: rotation_recurrence(g, 0 * t + t[:1], b))
+    assert "θ_0 + … + θ_t" in _hint("3.2", lambda g, t, b: rotation_recurrence(
+        g, jnp.cumsum(jnp.asarray(t), axis=0), b))
 
-        def step(x, b_t):
-            x = x @ G.T + b_t
+    def dense(g, t, b):
+        def step(x, inputs):
+            b_t, t_t = inputs
+            x = x @ (jnp.repeat(g, 2)[:, None] * o.block_rotation(t_t)).T + b_t
             return x, x
         return jnp.moveaxis(jax.lax.scan(step, jnp.zeros_like(b[..., 0, :]),
-                                         jnp.moveaxis(b, -2, 0))[1], 0, -2)
+                                         (jnp.moveaxis(b, -2, 0), jnp.asarray(t)))[1], 0, -2)
     assert "dense 2K×2K" in _hint("3.2", dense)
-    assert "Pᵀ" in _hint("3.3", lambda P, t, k: P @ o.block_rotation(k * t))
+    assert "Pᵀ" in _hint("3.3", lambda P, t, s: P @ o.block_rotation(s * t))
+
+    def unwrapped(P, t, s):                       # the integer-power formula with s real
+        return P @ o.block_rotation(s * jnp.asarray(t)) @ P.T
+    assert "not the principal one" in _hint("3.3", unwrapped)
+
+
+def test_principal_power_chapter_3():
+    """3.3's true value (eigenvalues of A) is scipy's Schur–Padé fractional power, and its
+    square root squares back to A."""
+    import scipy.linalg
+    from lrnn.course.check.ch03 import _block_rotation, _principal_power
+    rng = np.random.default_rng(3)
+    M = rng.standard_normal((6, 6))
+    P = scipy.linalg.expm(M - M.T)
+    A = P @ _block_rotation(np.array([0.4, np.pi + 0.6, -5.0])) @ P.T
+    for s in (0.5, -0.5, 1 / 3, 2.5, 7):
+        assert np.allclose(_principal_power(A, s),
+                           scipy.linalg.fractional_matrix_power(A, s).real, atol=1e-9), s
+    R = _principal_power(A, 0.5)
+    assert np.allclose(R @ R, A, atol=1e-12) and np.all(np.linalg.eigvals(R).real > 0)
     from lrnn.course.check.ch03 import ROTGRU_BROKEN, rotgru_np
     for variant, words in [("z_swapped", "update gate shut"), (ROTGRU_BROKEN, "update gate shut"),
                            ("no_reset", "reset gate shut"), ("no2pi", "rotation gate saturated"),
@@ -520,15 +626,31 @@ def test_hints_chapter_4():
 def test_hints_chapter_5():
     assert "sends x to −y" in _hint("5.1", lambda x, y: np.asarray(x) + np.asarray(y))
     assert "orthogonal to x" in _hint("5.1", lambda x, y: np.asarray(x) - np.asarray(y))
-    assert "reverse order" in _hint("5.2", lambda U, s=None: REFERENCES["5.2"](U, s).T)
+    assert "reverse order" in _hint("5.2", lambda U, h, g: chain_gradient(U, h, g, reverse=True))
+    assert "held fixed" in _hint("5.2", lambda U, h, g: chain_gradient(U, h, g, fixed_norms=True))
+    assert "reverse order" in _hint("5.2", lambda U, h, g: chain_gradient(U, g, h))
+    assert "gradient is 0" in _hint("5.2", lambda U, h, g: chain_gradient(U, h, g, masked=False))
 
-    def eq12(U1, T1, U2, T2):
-        U = np.hstack([U1, U2])
+    def eq12_inverse(U1, T1, U2, T2):
+        U = np.hstack([U1, U2]).astype(np.float64)
         G = U.T @ U
-        return U, np.triu(G, 1) + 0.5 * np.diag(np.diag(G))
-    assert "recomputed eq. 12" in _hint("5.3", eq12)
+        return U, np.linalg.inv(np.triu(G, 1) + 0.5 * np.diag(np.diag(G)))
+    assert "recomputed T from U" in _hint("5.3", eq12_inverse)
     assert "above the diagonal" in _hint("5.3", lambda U1, T1, U2, T2: (
         wy_merge(U1, T1, U2, T2)[0], wy_merge(U1, T1, U2, T2)[1].T))
+
+    def coupled(S):
+        """wy_merge with the coupling block S(U1, T1, U2, T2) in place of the right one."""
+        def merge(U1, T1, U2, T2):
+            U1, T1, U2, T2 = (np.asarray(v, np.float64) for v in (U1, T1, U2, T2))
+            Z = np.zeros((T2.shape[0], T1.shape[0]))
+            return np.hstack([U1, U2]), np.block([[T1, S(U1, T1, U2, T2)], [Z, T2]])
+        return merge
+    assert "inverted form" in _hint("5.3", coupled(lambda U1, T1, U2, T2: U1.T @ U2))
+    sign_flipped = coupled(lambda U1, T1, U2, T2: T1 @ U1.T @ U2 @ T2)
+    assert "sign of the coupling" in _hint("5.3", sign_flipped)
+    assert "misses T1 and T2" in _hint("5.3", coupled(lambda U1, T1, U2, T2: -U1.T @ U2))
+    assert "swapped" in _hint("5.3", coupled(lambda U1, T1, U2, T2: -T2 @ U1.T @ U2 @ T1))
 
     def relu_step(p, h, x):
         z = ornn_step(p, h, x)
@@ -557,9 +679,46 @@ def test_hints_chapter_5():
     assert "rightmost factor" in _hint("5.4", one_at_a_time(True, False))
 
 
+def test_wy_merge_products_of_reflections():
+    """Exercise 5.3's blocks multiply as matrices: I − U T Uᵀ of the merge is W1 W2, and merging
+    single reflections (u, 2/‖u‖²) gives the product of the reflections."""
+    rng = np.random.default_rng(5)
+    U1, U2 = rng.standard_normal((7, 2)), rng.standard_normal((7, 3))
+    T1, T2 = np.triu(rng.standard_normal((2, 2))), np.triu(rng.standard_normal((3, 3)))
+    U, T = wy_merge(U1, T1, U2, T2)
+    W = lambda U, T: np.eye(7) - U @ T @ U.T
+    np.testing.assert_allclose(W(U, T), W(U1, T1) @ W(U2, T2), atol=1e-12)
+    Uc, Tc = U1[:, :1], np.array([[2 / (U1[:, 0] @ U1[:, 0])]])
+    for u in (U1[:, 1], *U2.T):
+        Uc, Tc = wy_merge(Uc, Tc, u[:, None], np.array([[2 / (u @ u)]]))
+    H = [np.eye(7) - 2 * np.outer(u, u) / (u @ u) for u in (*U1.T, *U2.T)]
+    np.testing.assert_allclose(W(Uc, Tc), np.linalg.multi_dot(H), atol=1e-12)
+
+
+def test_chain_gradient_is_autodiff_of_the_library():
+    """Exercise 5.2's reference against jax.grad through lrnn's masked householder_product."""
+    rng = np.random.default_rng(6)
+    U = np.tril(rng.standard_normal((6, 3))).astype(np.float32)
+    h, g = rng.standard_normal((2, 6)).astype(np.float32)
+    auto = jax.grad(lambda U: jnp.asarray(g) @ o.householder_product(U) @ jnp.asarray(h))(U)
+    np.testing.assert_allclose(chain_gradient(U, h, g), auto, rtol=1e-4, atol=1e-5)
+
+
 def test_hints_chapter_6():
-    assert "also writes x" in _hint("6.1", lambda s, d="complex64", tv=False, p=1: scan_bytes(
-        s, d, tv, p) - math.prod(s) * np.dtype(d).itemsize)
+    assert "also writes x" in _hint("6.1", lambda s, d="complex64", tv=False, p=1, bw=False: (
+        scan_bytes(s, d, tv, p) - math.prod(s) * np.dtype(d).itemsize))
+    assert "that is the forward count" in _hint("6.1", lambda s, d="complex64", tv=False, p=1,
+                                                bw=False: scan_bytes(s, d, tv, p))
+    assert "one ā per step" in _hint("6.1", lambda s, d="complex64", tv=False, p=1, bw=False: (
+        scan_bytes(s, d, tv, p, bw) - bw * tv * math.prod(s) * np.dtype(d).itemsize))
+    assert "x is read once" in _hint("6.1", lambda s, d="complex64", tv=False, p=1, bw=False: (
+        scan_bytes(s, d, tv, p, bw) + bw * (p - 1) * math.prod(s) * np.dtype(d).itemsize))
+    from lrnn.course.check.ch06 import reference_bytes
+    for shape, dtype, tv, p, bw in [((1, 1, 1), "float32", True, 2, True),   # the prediction: 28
+                                    ((3, 5, 2), "complex64", False, 1, True),
+                                    ((2, 7), "complex128", True, 3, False)]:
+        assert reference_bytes(shape, dtype, tv, p, bw) == scan_bytes(shape, dtype, tv, p, bw)
+    assert scan_bytes((1, 1, 1), "float32", True, 2, True) == 28
     assert "Hillis–Steele count" in _hint("6.2", lambda L: (
         L * math.ceil(math.log2(L)) if L > 1 else 0, work_depth(L)[1]))
     assert "two levels per halving" in _hint("6.2", lambda L: (
@@ -594,10 +753,33 @@ def test_passes_at_most_on_the_stored_h100_run():
 
 
 def test_hints_chapter_7():
-    assert "q^(1/T)" in _hint("7.1", lambda T, q: 1 - (1 - q) / T)
-    from lrnn.course.check.ch07 import reference_fraction
-    assert "share that forgets" in _hint("7.2", lambda a, b, T, q: 1 - reference_fraction(a, b, T,
-                                                                                         q))
+    assert "squared radii" in _hint("7.1", lambda r0, T, q, s: r0 if r0 >= q ** (1 / T) else
+                                    (q ** (1 / T) - s * r0) / (1 - s))
+    assert "forget" in _hint("7.1", lambda r0, T, q, s: r_max_for_share(r0, T, q, 1 - s))
+    assert "energy" in _hint("7.1", lambda r0, T, q, s: r_max_for_share(r0, 2 * T, q, s))
+    assert "reach beyond" in _hint("7.1", lambda r0, T, q, s: max(r0, q ** (1 / T)))
+    assert "thin ring" in _hint("7.1", lambda r0, T, q, s: math.sqrt(
+        (q ** (2 / T) - s * r0 ** 2) / (1 - s)) if q ** (2 / T) - s * r0 ** 2 < 1 - s else math.nan)
+    assert "math.nan" in _hint("7.1", lambda r0, T, q, s: min(r_max_for_share(r0, T, q, s), 2.0)
+                               if not math.isnan(r_max_for_share(r0, T, q, s)) else 1.5)
+    assert "*expected*" in _hint("7.2", lambda a, b, T, q, k, p: math.inf if ring_share(
+        a, b, T, q) == 0 else math.ceil(k / ring_share(a, b, T, q)))
+    assert "includes exactly k" in _hint("7.2", lambda a, b, T, q, k, p: states_needed(
+        a, b, T, q, k + 1, p))
+    assert "still below p" in _hint("7.2", lambda a, b, T, q, k, p: states_needed(
+        a, b, T, q, k, p) - (0 < ring_share(a, b, T, q) < 0.5))
+
+    def linear_share(a, b, T, q, k, p):                 # |λ| taken as uniform, not |λ|²
+        from scipy.stats import binom
+        r = min(max(q ** (1 / T), a), b)
+        s = float(b ** T >= q) if a == b else (b - r) / (b - a)
+        n = k
+        while s > 0 and binom.sf(k - 1, n, s) < p:
+            n += 1
+        return n if s > 0 else math.inf
+    assert "r²" in _hint("7.2", linear_share)
+    assert "math.inf" in _hint("7.2", lambda a, b, T, q, k, p: min(states_needed(a, b, T, q, k,
+                                                                                    p), 10 ** 6))
     assert "complex" in _hint("7.3", lambda H, N, n=8: matching_state(
         H, N, n, target=lru_count(H, N, complex_bc=False)))
     assert "not the number of heads" in _hint("7.3", lambda H, N, n=8: matching_state(H, N, n) // n)

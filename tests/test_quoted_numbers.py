@@ -543,6 +543,10 @@ RULES = [
     Rule(CH1, "floor: 16 bytes per element at", r"\| 32, 1 024, 512 \|.*\| (\d\.\d+) ms \|\n",
          lambda: floor_ms((32, 1024, 512))),
     # Chapter 6's exercises: the same measurements and the same floor
+    Rule(SOL6, "Prediction, float32, a(t), two passes", r"= (\d+) bytes per element",
+         lambda: 4 * (2 * 2 + 3)),                   # x̄ and a per pass; x, b̄, ā once
+    Rule(SOL6, "Prediction, float32, a(t), two passes", r"forward, one pass: (\d+)\)",
+         lambda: 4 * (2 + 1)),                       # b and a read, x written
     Rule(SOL6, "**Predict first**, by hand", r"its fastest copy (\d+) GB/s",
          lambda: floor_Bps() / 1e9),
     Rule(SOL6, "# Prediction: 1.712 ms", r"ms × (\d+) GB/s", lambda: floor_Bps() / 1e9),

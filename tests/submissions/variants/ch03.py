@@ -16,6 +16,11 @@ print(np.asarray(lrnn.rotation_scan(np.array([0.9, 1.0], np.float32),
 print(np.asarray(lrnn.scan.rotation_scan(np.ones(2), np.zeros(2), b_try))[-1])
 z_try = lrnn.scan.pairs_to_complex(b_try)
 print(z_try.shape, lrnn.scan.complex_to_pairs(z_try).shape)'''],
+    "ex3.3-solution": ['''\
+import scipy.linalg
+A_try = np.array([[0.0, -1.0], [1.0, 0.0]])
+print(scipy.linalg.fractional_matrix_power(A_try, 0.5))
+print(scipy.linalg.sqrtm(A_try), scipy.linalg.logm(A_try))'''],
     "ex3.4-solution": ['''\
 p_try = lrnn.layers.gru.init(jax.random.PRNGKey(0), 3, 4)
 print(lrnn.layers.gru.cell(p_try, jnp.zeros(4), jnp.ones(3))[0])'''],
@@ -29,12 +34,15 @@ print("skew_expm:", np.allclose(skew_expm(M_me), lrnn.orthogonal.skew_expm(M_me)
 g_me = rng_me.uniform(0.5, 1.0, 3).astype(np.float32)
 th_me = rng_me.uniform(-np.pi, np.pi, 3).astype(np.float32)
 b_me = rng_me.standard_normal((2, 10, 6)).astype(np.float32)
-print("rotation_recurrence:", np.allclose(rotation_recurrence(g_me, th_me, b_me),
+th_steps_me = np.broadcast_to(th_me, (10, 3))          # the same angles at every step
+print("rotation_recurrence:", np.allclose(rotation_recurrence(g_me, th_steps_me, b_me),
                                           lrnn.rotation_scan(g_me, th_me, b_me), atol=1e-4))
 P_me = np.asarray(lrnn.orthogonal.skew_expm(M_me), np.float64)
 A_me = P_me @ np.asarray(lrnn.orthogonal.block_rotation(th_me), np.float64) @ P_me.T
 print("rotation_power:", np.allclose(rotation_power(P_me, th_me, 3),
                                      np.linalg.matrix_power(A_me, 3), atol=1e-4))
+half_me = np.asarray(rotation_power(P_me, th_me, 0.5), np.float64)
+print("rotation_power, s = 1/2:", np.allclose(half_me @ half_me, A_me, atol=1e-4))
 p_me = lrnn.layers.gru.init(jax.random.PRNGKey(1), 3, 4)
 h_me, x_me = jnp.asarray(rng_me.standard_normal(4)), jnp.asarray(rng_me.standard_normal(3))
 print("rotgru_cell:", np.allclose(rotgru_cell(p_me, h_me, x_me)[0],
@@ -74,11 +82,11 @@ ROTATION_RECURRENCE_1 = '''\
 def rotation_recurrence(gamma, theta, b):
     b = np.asarray(b, dtype=np.float64)
     z = b[..., 0::2] + 1j * b[..., 1::2]
-    lam = np.asarray(gamma, np.float64) * np.exp(1j * np.asarray(theta, np.float64))
+    gamma, theta = np.asarray(gamma, np.float64), np.asarray(theta, np.float64)
     out = np.empty_like(z)
     state = np.zeros(z.shape[:-2] + z.shape[-1:], complex)
-    for t in range(z.shape[-2]):                   # K complex channels, one step at a time
-        state = lam * state + z[..., t, :]
+    for t in range(z.shape[-2]):                   # K complex channels, a new factor each step
+        state = gamma * np.exp(1j * theta[t]) * state + z[..., t, :]
         out[..., t, :] = state
     x = np.empty(b.shape)
     x[..., 0::2], x[..., 1::2] = out.real, out.imag
@@ -86,40 +94,41 @@ def rotation_recurrence(gamma, theta, b):
 
 ROTATION_RECURRENCE_2 = '''\
 def rotation_recurrence(gamma, theta, b):
-    """The pairs rotated with cos and sin in a lax.scan, no complex numbers."""
+    """The pairs rotated with this step's cos and sin in a lax.scan, no complex numbers."""
     b = jnp.asarray(b)
-    c = jnp.asarray(gamma) * jnp.cos(jnp.asarray(theta))
+    c = jnp.asarray(gamma) * jnp.cos(jnp.asarray(theta))          # (L, K)
     s = jnp.asarray(gamma) * jnp.sin(jnp.asarray(theta))
     even, odd = b[..., 0::2], b[..., 1::2]          # (..., L, K)
 
     def step(carry, inputs):
         p, q = carry
-        u, v = inputs
-        p, q = c * p - s * q + u, s * p + c * q + v
+        u, v, c_t, s_t = inputs
+        p, q = c_t * p - s_t * q + u, s_t * p + c_t * q + v
         return (p, q), (p, q)
 
     zeros = jnp.zeros(even.shape[:-2] + even.shape[-1:], b.dtype)
     _, (P, Q) = jax.lax.scan(step, (zeros, zeros),
-                             (jnp.moveaxis(even, -2, 0), jnp.moveaxis(odd, -2, 0)))
+                             (jnp.moveaxis(even, -2, 0), jnp.moveaxis(odd, -2, 0), c, s))
     x = jnp.stack([jnp.moveaxis(P, 0, -2), jnp.moveaxis(Q, 0, -2)], axis=-1)
     return x.reshape(b.shape)'''
 
 ROTATION_POWER_1 = '''\
-def rotation_power(P, theta, k):
+def rotation_power(P, theta, s):
     P = np.asarray(P, np.float64)
-    angles = k * np.asarray(theta, np.float64)
-    D = np.zeros_like(P)                           # D(kθ), block by block
+    angles = s * np.angle(np.exp(1j * np.asarray(theta, np.float64)))   # principal angles first
+    D = np.zeros_like(P)                           # D(s·θ), block by block
     for i, t in enumerate(angles):
         D[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]]
     return P @ D @ P.T'''
 
 ROTATION_POWER_2 = '''\
-def rotation_power(P, theta, k):
+def rotation_power(P, theta, s):
     P = jnp.asarray(P)
+    phi = jnp.mod(jnp.asarray(theta) + jnp.pi, 2 * jnp.pi) - jnp.pi   # angles into [−π, π)
     rows = P[:, 0::2] + 1j * P[:, 1::2]            # each row of P (a column of Pᵀ) as K numbers
-    turned = rows * jnp.exp(1j * k * jnp.asarray(theta))
-    DkPt = jnp.stack([turned.real, turned.imag], axis=-1).reshape(P.shape).T   # D(kθ) Pᵀ
-    return P @ DkPt'''
+    turned = rows * jnp.exp(1j * s * phi)
+    DsPt = jnp.stack([turned.real, turned.imag], axis=-1).reshape(P.shape).T   # D(sφ) Pᵀ
+    return P @ DsPt'''
 
 ROTGRU_1 = {"helpers": ['''\
 def sigmoid(z):

@@ -3,7 +3,12 @@
 SCRATCH = {
     "ex5.2-solution": ['''\
 U_try = np.tril(np.random.default_rng(0).standard_normal((5, 3))).astype(np.float32)
-print(np.asarray(lrnn.orthogonal.householder_product(U_try)).round(3))
+h_try, g_try = jnp.ones(5), jnp.arange(5.0)
+f_try = lambda U: g_try @ lrnn.orthogonal.householder_product(U) @ h_try
+print(np.asarray(jax.grad(f_try)(jnp.asarray(U_try))).round(3))
+print(jax.value_and_grad(f_try)(jnp.asarray(U_try))[0])
+print(jax.vjp(f_try, jnp.asarray(U_try))[1](1.0)[0].shape)
+print(jax.jacrev(f_try)(jnp.asarray(U_try)).shape, jax.jacfwd(f_try)(jnp.asarray(U_try)).shape)
 print(np.asarray(lrnn.orthogonal.wy_transform(U_try, np.ones(5, np.float32))))'''],
     "ex5.4-solution": ['''\
 p_try = lrnn.layers.ornn.init(jax.random.PRNGKey(0), 2, 4, 4)
@@ -19,11 +24,15 @@ u_me = np.asarray(reflector(x_me, y_me), np.float64)
 print("reflector:", np.allclose(x_me - 2 * u_me * (u_me @ x_me) / (u_me @ u_me), y_me))
 U_me = np.tril(rng_me.standard_normal((6, 4))).astype(np.float32)
 W_lib = np.asarray(lrnn.orthogonal.householder_product(U_me))
-print("householder_chain:", np.allclose(householder_chain(U_me), W_lib, atol=1e-5))
+h_me, g_me = rng_me.standard_normal((2, 6))
+f_me = lambda U: g_me @ lrnn.orthogonal.householder_product(U) @ h_me
+grad_me = jax.grad(f_me)(jnp.asarray(U_me))
+print("chain_gradient:", np.allclose(chain_gradient(U_me, h_me, g_me), grad_me, atol=1e-4))
 G_me = U_me.T.astype(np.float64) @ U_me
-Uw, Tw = wy_merge(U_me[:, :2], np.triu(G_me[:2, :2], 1) + np.diag(np.diag(G_me[:2, :2])) / 2,
-                  U_me[:, 2:], np.triu(G_me[2:, 2:], 1) + np.diag(np.diag(G_me[2:, 2:])) / 2)
-print("wy_merge:", np.allclose(np.eye(6) - Uw @ np.linalg.solve(Tw, Uw.T), W_lib, atol=1e-5))
+T_me = np.linalg.inv(np.triu(G_me, 1) + np.diag(np.diag(G_me)) / 2)     # LAPACK's T of all four
+Uw, Tw = wy_merge(U_me[:, :2], np.linalg.inv(np.linalg.inv(T_me)[:2, :2]),
+                  U_me[:, 2:], np.linalg.inv(np.linalg.inv(T_me)[2:, 2:]))
+print("wy_merge:", np.allclose(np.eye(6) - Uw @ Tw @ Uw.T, W_lib, atol=1e-5))
 for m_me in (2, 4):
     p_me = lrnn.layers.ornn.init(jax.random.PRNGKey(m_me), 3, 4, m_me)
     h_me, xt_me = jnp.asarray(rng_me.standard_normal(4)), jnp.asarray(rng_me.standard_normal(3))
@@ -53,33 +62,51 @@ def reflector(x, y):
         w[0] = 1.0
     return w'''
 
-CHAIN_1 = '''\
-def householder_chain(U, u1_sign=None):
+GRADIENT_1 = '''\
+def chain_gradient(U, h, g):
     U = np.asarray(U, np.float64)
     n, m = U.shape
-    cols = m - 1 if u1_sign is not None else m
-    W = np.eye(n)
-    for j in range(cols):                            # W = H(u_0) H(u_1) ... left to right
+    H = [np.eye(n) - 2 * np.outer(u, u) / (u @ u) for u in U.T]
+    grad = np.zeros((n, m))
+    for j in range(m):
+        left = np.eye(n)
+        for k in range(j):
+            left = left @ H[k]
+        right = np.eye(n)
+        for k in range(j + 1, m):
+            right = right @ H[k]
+        a = left.T @ np.asarray(g, np.float64)     # g through the factors left of H_j
+        b = right @ np.asarray(h, np.float64)      # h through the factors right of H_j
         u = U[:, j]
-        W = W @ (np.eye(n) - 2 * np.outer(u, u) / (u @ u))
-    if u1_sign is not None:
-        W = W @ np.diag([1.0] * (n - 1) + [float(u1_sign)])
-    return W'''
+        nu = u @ u
+        for i in range(j, n):                      # only the entries of eq. 9
+            grad[i, j] = (-2 * (a[i] * (u @ b) + b[i] * (u @ a)) / nu
+                          + 4 * (u @ a) * (u @ b) * u[i] / nu ** 2)
+    return grad'''
 
-CHAIN_2 = '''\
-def householder_chain(U, u1_sign=None):
-    """Right to left: start from the rightmost factor and reflect it by H(u_j), j = m−1 … 0."""
-    U = jnp.asarray(U)
+GRADIENT_2 = {"helpers": ['''\
+def mirror(u, v):
+    return v - 2 * (u @ v) / (u @ u) * u'''], "answer": '''\
+def chain_gradient(U, h, g):
+    """Through the unit vector v = u/|u|: H = I - 2 v v^T, dv/du = (I - v v^T)/|u|."""
+    U = jnp.asarray(U, jnp.float32)
     n, m = U.shape
-    last = jnp.ones(n, U.dtype)
-    if u1_sign is not None:
-        last = last.at[-1].set(u1_sign)
-    count = m if u1_sign is None else m - 1
-    W = jnp.diag(last)
-    for j in reversed(range(count)):
-        u = U[:, j]
-        W = W - jnp.outer(u, 2 * (u @ W) / (u @ u))      # H(u) W
-    return W'''
+    bs = []
+    b = jnp.asarray(h, jnp.float32)
+    for j in range(m - 1, -1, -1):
+        bs.append(b)                               # h after the factors right of H_j
+        b = mirror(U[:, j], b)
+    bs = bs[::-1]
+    a = jnp.asarray(g, jnp.float32)
+    columns = []
+    for j in range(m):
+        norm = jnp.linalg.norm(U[:, j])
+        v = U[:, j] / norm
+        dv = -2 * ((v @ bs[j]) * a + (v @ a) * bs[j])
+        columns.append((dv - v * (v @ dv)) / norm)
+        a = mirror(U[:, j], a)
+    mask = jnp.arange(n)[:, None] >= jnp.arange(m)[None, :]
+    return jnp.where(mask, jnp.stack(columns, axis=1), 0.0)'''}
 
 MERGE_1 = '''\
 def wy_merge(U1, T1, U2, T2):
@@ -88,16 +115,17 @@ def wy_merge(U1, T1, U2, T2):
     T = np.zeros((m1 + m2, m1 + m2))
     T[:m1, :m1] = T1
     T[m1:, m1:] = T2
-    T[:m1, m1:] = U1.T @ U2                          # the cross terms of W1 W2
+    T[:m1, m1:] = -T1 @ U1.T @ U2 @ T2               # minus the cross term of W1 W2
     return np.concatenate([U1, U2], axis=1), T'''
 
 MERGE_2 = '''\
 def wy_merge(U1, T1, U2, T2):
-    U = np.hstack([np.asarray(U1, float), np.asarray(U2, float)])
-    m1 = np.shape(T1)[0]
-    G = U.T @ U                                      # every u_i · u_j
-    T = np.block([[np.asarray(T1, float), G[:m1, m1:]],
-                  [np.zeros((np.shape(T2)[0], m1)), np.asarray(T2, float)]])
+    U = jnp.hstack([jnp.asarray(U1), jnp.asarray(U2)])
+    m1, m2 = np.shape(T1)[0], np.shape(T2)[0]
+    B = jnp.asarray(U2) @ jnp.asarray(T2)            # W2 = I - B U2^T
+    cols = [-(jnp.asarray(T1) @ (jnp.asarray(U1).T @ B[:, j])) for j in range(m2)]
+    S = jnp.stack(cols, axis=1)                      # the cross term, column by column
+    T = jnp.block([[jnp.asarray(T1), S], [jnp.zeros((m2, m1)), jnp.asarray(T2)]])
     return U, T'''
 
 STEP_1 = '''\
@@ -106,7 +134,12 @@ def ornn_step(params, h, x_t):
     sign = None
     if "u1" in params:
         sign = 1.0 if float(params["u1"]) > 0 else -1.0
-    W = np.asarray(householder_chain(U, sign))
+    n = U.shape[0]
+    W = np.eye(n)
+    for u in U.T[:U.shape[1] - (sign is not None)]:   # W = H(U[:,0]) H(U[:,1]) ...
+        W = W @ (np.eye(n) - 2 * np.outer(u, u) / (u @ u))
+    if sign is not None:
+        W[:, -1] *= sign                             # H_1 = diag(1, ..., 1, sign) on the right
     pre = (np.asarray(h) @ W.T + np.asarray(x_t) @ np.asarray(params["V"]).T
            + np.asarray(params["b"]))
     return np.where(pre > 0, pre, 0.1 * pre)'''
@@ -129,7 +162,7 @@ def ornn_step(params, h, x_t):
 
 VARIANTS = {
     "ex5.1-solution": [REFLECTOR_1, REFLECTOR_2],
-    "ex5.2-solution": [CHAIN_1, CHAIN_2],
+    "ex5.2-solution": [GRADIENT_1, GRADIENT_2],
     "ex5.3-solution": [MERGE_1, MERGE_2],
     "ex5.4-solution": [STEP_1, STEP_2],
     "ex5.6-solution": ['fixed_directions = 8 - 3',

@@ -32,20 +32,30 @@ print("scan_bytes:", scan_bytes((2, 10, 4), "float32", time_varying=True) == 2 *
 print("passes_at_most:", passes_at_most((2, 10, 4), 4.5 * 640e-9, 1.0) == 3)'''
 
 BYTES_1 = '''\
-def scan_bytes(shape, dtype="complex64", time_varying=False, passes=1):
+def scan_bytes(shape, dtype="complex64", time_varying=False, passes=1, backward=False):
     elements = 1
     for size in shape:
         elements *= int(size)
     itemsize = np.zeros(0, dtype=dtype).itemsize
-    per_pass = 2 if time_varying else 1              # b, and a when it varies in time
-    return elements * itemsize * (passes * per_pass + 1)   # + writing x once'''
+    per_pass = 2 if time_varying else 1              # b (or x̄ going back), and a when it varies
+    if not backward:
+        return elements * itemsize * (passes * per_pass + 1)   # + writing x once
+    # backward: b̄_t = x̄_t + a_{t+1} b̄_{t+1} each pass; last pass reads x, writes b̄ (and ā_t)
+    last = 2 + (1 if time_varying else 0)
+    return elements * itemsize * (passes * per_pass + last)'''
 
-BYTES_2 = '''\
-def scan_bytes(shape, dtype="complex64", time_varying=False, passes=1):
-    n = int(np.prod(np.array(shape, dtype=np.int64)))
-    reads = passes + (passes if time_varying else 0)
-    writes = 1
-    return (reads + writes) * n * np.dtype(dtype).itemsize'''
+BYTES_2 = {"helpers": ['''\
+def array_bytes(shape, dtype):
+    return int(np.prod(np.array(shape, dtype=np.int64))) * np.dtype(dtype).itemsize'''],
+           "answer": '''\
+def scan_bytes(shape, dtype="complex64", time_varying=False, passes=1, backward=False):
+    reads_each_pass = ["x_bar" if backward else "b"] + (["a"] if time_varying else [])
+    moved = passes * reads_each_pass
+    if backward:
+        moved += ["x", "b_bar"] + (["a_bar"] if time_varying else [])
+    else:
+        moved += ["x"]
+    return len(moved) * array_bytes(shape, dtype)'''}
 
 WORK_DEPTH_1 = '''\
 def odd_even_work_depth(L):

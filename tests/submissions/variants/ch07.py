@@ -13,8 +13,12 @@ SELF_CHECK = '''\
 # my own final check against sampling and the library
 nu_me, _ = lrnn.layers.lru.ring_init(jax.random.PRNGKey(3), 20000, r_min=0.5, r_max=0.999)
 mod_me = np.exp(-np.exp(np.asarray(nu_me, np.float64)))
-print("fraction_remembering:",
-      abs(np.mean(mod_me ** 300 >= 0.3) - fraction_remembering(0.5, 0.999, 300, 0.3)) < 0.02)
+share_me = np.mean(mod_me ** 300 >= 0.3)
+print("states_needed:", states_needed(0.5, 0.999, 300, 0.3, 3), "share by sampling:", share_me)
+R_me = r_max_for_share(0.99, 100, 0.5, 0.5)
+nu_R, _ = lrnn.layers.lru.ring_init(jax.random.PRNGKey(4), 20000, r_min=0.99, r_max=R_me)
+print("r_max_for_share:", R_me,
+      np.mean(np.exp(-np.exp(np.asarray(nu_R, np.float64))) ** 100 >= 0.5))
 p_lru_me = lrnn.layers.lru.init(jax.random.PRNGKey(0), 16, 12)
 n_lru_me = sum(int(np.size(v)) for v in jax.tree_util.tree_leaves(p_lru_me))
 N_me = matching_rotrnn_state(16, 12, 4)
@@ -23,42 +27,80 @@ n_rot_me = sum(int(np.size(v)) for v in jax.tree_util.tree_leaves(p_rot_me))
 print("matching_rotrnn_state:", N_me, n_rot_me, "against", n_lru_me)
 ranks_me = np.argsort(np.random.default_rng(7).random((4000, 5)), axis=1)
 sweeps_me = np.mean(ranks_me[:, :2].max(axis=1) < 2)        # seeds 0, 1 are A's: both best
-print("seeds_needed:", seeds_needed(2, 0.2), "a sweep of 2 against 3 by sampling:", sweeps_me,
-      np.isclose(r_min_for_memory(100, 0.5) ** 100, 0.5))'''
+print("seeds_needed:", seeds_needed(2, 0.2), "a sweep of 2 against 3 by sampling:", sweeps_me)'''
 
-R_MIN_1 = '''\
-def r_min_for_memory(T, q):
-    # |λ|^T >= q  <=>  T log|λ| >= log q
-    return float(np.exp(np.log(q) / T))'''
+R_MAX_1 = '''\
+def r_max_for_share(r_min, T, q, share):
+    # |λ|^T >= q  <=>  |λ| >= q^(1/T); the part of the ring beyond it, by area, is the share
+    edge = np.exp(np.log(q) / T)
+    if r_min >= edge:
+        return r_min
+    # share * (R^2 - r_min^2) = R^2 - edge^2
+    R2 = (edge ** 2 - share * r_min ** 2) / (1.0 - share)
+    if R2 >= 1.0:
+        return float("nan")
+    return R2 ** 0.5'''
 
-R_MIN_2 = '''\
-def r_min_for_memory(T, q):
-    """By bisection on [0, 1]: r^T grows with r."""
-    lo, hi = 0.0, 1.0
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if mid ** T >= q:
+R_MAX_2 = '''\
+def r_max_for_share(r_min, T, q, share):
+    """By bisection on r_max: the share that remembers grows as the ring widens."""
+    def share_of(r_max):
+        inner = min(max(q ** (1 / T), r_min), r_max)
+        if r_max == r_min:
+            return 1.0 if r_min ** T >= q else 0.0
+        return (r_max ** 2 - inner ** 2) / (r_max ** 2 - r_min ** 2)
+    if share_of(r_min) >= share:
+        return r_min
+    if share_of(1.0) <= share:
+        return math.nan
+    lo, hi = r_min, 1.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if share_of(mid) >= share:
             hi = mid
         else:
             lo = mid
     return hi'''
 
-FRACTION_1 = '''\
-def fraction_remembering(r_min, r_max, T, q):
-    r_star = r_min_for_memory(T, q)
-    if r_min == r_max:
-        return 1.0 if r_min >= r_star else 0.0
-    below = (r_star ** 2 - r_min ** 2) / (r_max ** 2 - r_min ** 2)   # P(|λ| < r*)
-    return float(1.0 - min(1.0, max(0.0, below)))'''
-
-FRACTION_2 = '''\
-def fraction_remembering(r_min, r_max, T, q):
-    """In |λ|², which is uniform on [r_min², r_max²]: |λ|^T >= q  <=>  |λ|² >= q^(2/T)."""
+STATES_1 = {"helpers": ['''\
+def ring_share(r_min, r_max, T, q):
+    """P(|λ|^T >= q) for λ uniform on the ring: in |λ|², which is uniform."""
     s_star = q ** (2.0 / T)
     lo, hi = r_min ** 2, r_max ** 2
     if hi == lo:
         return float(hi >= s_star)
-    return float(np.clip((hi - s_star) / (hi - lo), 0.0, 1.0))'''
+    return float(np.clip((hi - s_star) / (hi - lo), 0.0, 1.0))'''], "answer": '''\
+def states_needed(r_min, r_max, T, q, k, p=0.95):
+    from scipy.stats import binom
+    s = ring_share(r_min, r_max, T, q)
+    if s == 0.0:
+        return float("inf")
+    n = k
+    while binom.sf(k - 1, n, s) < p:      # P(count >= k)
+        n += 1
+    return n'''}
+
+STATES_2 = '''\
+def states_needed(r_min, r_max, T, q, k, p=0.95):
+    """Grow the distribution of the count one state at a time, in log space."""
+    r_star = q ** (1 / T)
+    if r_min == r_max:
+        s = 1.0 if r_min >= r_star else 0.0
+    else:
+        r = np.clip(r_star, r_min, r_max)
+        s = (r_max ** 2 - r ** 2) / (r_max ** 2 - r_min ** 2)
+    if s <= 0:
+        return math.inf
+    if s >= 1:
+        return k
+    n = k
+    while True:
+        j = np.arange(k)
+        log_pmf = (np.array([math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
+                             for i in j]) + j * np.log(s) + (n - j) * np.log1p(-s))
+        if np.exp(log_pmf).sum() <= 1 - p:
+            return n
+        n += 1'''
 
 MATCH_1 = '''\
 def matching_rotrnn_state(d_model, d_state, head_size=8):
@@ -107,8 +149,8 @@ def seeds_needed(n_a, alpha):
     return int(n_b[np.argmax(ok)])'''}
 
 VARIANTS = {
-    "ex7.1-solution": [R_MIN_1, R_MIN_2],
-    "ex7.2-solution": [FRACTION_1, FRACTION_2],
+    "ex7.1-solution": [R_MAX_1, R_MAX_2],
+    "ex7.2-solution": [STATES_1, STATES_2],
     "ex7.3-solution": [MATCH_1, MATCH_2],
     "ex7.4-solution": [SEEDS_1, SEEDS_2],
     "ex7.6-solution": ['eight_of_nine_by_luck = 0.1',

@@ -1,6 +1,7 @@
 """Checks for Exercises 3 · Rotations (solutions/03_rotations.ipynb): RotRNN Lemma 2 measured
-against a specification, Lemma 3, the rotation recurrence as a complex diagonal scan, and a
-broken RotGRU step to mend (RotLSTM paper, eqs. 11–17), probed by its symptoms first."""
+against a specification, a rotation recurrence with an angle per step as a complex diagonal
+scan, the principal real power of a rotation (Lemma 3), and a broken RotGRU step to mend
+(RotLSTM paper, eqs. 11–17), probed by its symptoms first."""
 from __future__ import annotations
 
 import math
@@ -105,44 +106,63 @@ def _(fn, rng):
                f"(to {SKEW_EXPM_DET:g}).", inputs=inputs)
 
 
-def _rotation_recurrence(gamma, theta, b, sign=1.0, pairs="neighbours", use_gamma=True):
-    """x_t = γ D(θ) x_{t-1} + b_t, float64 loop with dense 2×2 blocks (and typical mistakes)."""
-    gamma = np.asarray(gamma, np.float64) if use_gamma else np.ones(np.shape(theta))
+def _rotation_recurrence(gamma, theta, b, sign=1.0, pairs="neighbours", use_gamma=True,
+                         angles="own"):
+    """x_t = γ D(θ_t) x_{t-1} + b_t, float64 loop with dense 2×2 blocks (and typical mistakes):
+    θ of shape (L, K), one angle per step and pair."""
+    gamma = np.asarray(gamma, np.float64) if use_gamma else np.ones(np.shape(theta)[-1])
+    theta = sign * np.asarray(theta, np.float64)
+    if angles == "previous":                  # step t turned by θ_{t-1}
+        theta = np.concatenate([theta[:1], theta[:-1]])
+    elif angles == "first":                   # every step turned by θ_0
+        theta = np.broadcast_to(theta[:1], theta.shape)
+    elif angles == "cumulative":              # step t turned by θ_0 + … + θ_t
+        theta = np.cumsum(theta, axis=0)
     b = np.asarray(b, np.float64)
     K = b.shape[-1] // 2
-    G = np.repeat(gamma, 2)[:, None] * _block_rotation(sign * np.asarray(theta, np.float64))
-    if pairs == "halves":                     # (x_i, x_{i+K}) paired instead of neighbours
-        perm = np.arange(2 * K).reshape(2, K).T.reshape(-1)
-        G = G[np.argsort(perm)][:, np.argsort(perm)]
+    perm = np.argsort(np.arange(2 * K).reshape(2, K).T.reshape(-1))
     x = np.zeros(b.shape[:-2] + (2 * K,))
     out = np.empty_like(b)
     for t in range(b.shape[-2]):
+        G = np.repeat(gamma, 2)[:, None] * _block_rotation(theta[t])
+        if pairs == "halves":                 # (x_i, x_{i+K}) paired instead of neighbours
+            G = G[perm][:, perm]
         x = x @ G.T + b[..., t, :]
         out[..., t, :] = x
     return out
 
 
-@exercise("3.2", points=3, title="the rotation recurrence as a complex diagonal scan",
-          reference="chapter 3, §3: a 2×2 block γR(θ) acting on (x₁, x₂) is γe^{iθ} acting on "
-                    "x₁ + i x₂; RotRNN Lemma 3 and App. B.1",
-          stronger_hint="pair the channels: z_i = b_(2i) + i·b_(2i+1). The block γR(θ_i) acts on "
-                        "z_i as the multiplication by λ_i = γ e^(iθ_i), so run a complex diagonal "
-                        "linear scan with λ over z, then put (Re x, Im x) back at the interleaved "
-                        "positions 2i and 2i + 1.")
+@exercise("3.2", points=3, title="a rotation recurrence whose angle changes every step",
+          reference="chapter 3, §3.3 (a 2×2 block γR(θ) acting on (x₁, x₂) is γe^{iθ} acting on "
+                    "x₁ + i x₂); RotRNN Lemma 3 and App. B.1; chapter 1 (a_t may change with t)",
+          stronger_hint="the complex reading of a 2×2 block holds at every step on its own: "
+                        "step t multiplies z_i = x_(2i) + i·x_(2i+1) by γ_i e^(iθ_(t,i)), one "
+                        "complex number per step and pair. That is a diagonal linear recurrence "
+                        "whose coefficient changes with t, which a scan of chapter 1 solves; "
+                        "then put (Re, Im) back at the positions 2i and 2i + 1.")
 def _(fn, rng):
     for lead, L, K in [((), 1, 1), ((), 6, 1), ((), 9, 3), ((2,), 7, 2), ((2, 3), 5, 2)]:
         gamma = rng.uniform(0.5, 0.999, K).astype(np.float32)
-        theta = rng.uniform(-np.pi, np.pi, K).astype(np.float32)
+        theta = rng.uniform(-np.pi, np.pi, (L, K)).astype(np.float32)
         b = randn(rng, *lead, L, 2 * K)
         inputs = {"gamma": gamma, "theta": theta, "b": b}
         got = call(fn, inputs)
         want = _rotation_recurrence(gamma, theta, b)
         hints = [
             alternative(lambda: _rotation_recurrence(gamma, theta, b, sign=-1.0),
-                        "you turn by −θ: the pair (x₁, x₂) is the complex number x₁ + i x₂, "
-                        "multiplied by λ = γe^{+iθ} (or you took x₁ − i x₂)."),
+                        "you turn by −θ_t: the pair (x₁, x₂) is the complex number x₁ + i x₂, "
+                        "and the block turns it counter-clockwise (or you took x₁ − i x₂)."),
             alternative(lambda: _rotation_recurrence(gamma, theta, b, use_gamma=False),
-                        "the decay is missing: λ = γ e^{iθ}, not e^{iθ}."),
+                        "the decay is missing: the states keep their length from step to step."),
+            alternative(lambda: _rotation_recurrence(gamma, theta, b, angles="first"),
+                        "every step turns by the angles of the first step, θ_0: the angle "
+                        "changes with t."),
+            alternative(lambda: _rotation_recurrence(gamma, theta, b, angles="previous"),
+                        "step t turns by the angles of step t − 1: the transition that takes "
+                        "x_{t-1} to x_t uses θ_t, the row of θ at the time of b_t."),
+            alternative(lambda: _rotation_recurrence(gamma, theta, b, angles="cumulative"),
+                        "step t turns by θ_0 + … + θ_t: each step turns by its own θ_t, and the "
+                        "state adds up the turns by itself."),
         ]
         if K > 1:
             hints.append(alternative(lambda: _rotation_recurrence(gamma, theta, b,
@@ -153,36 +173,75 @@ def _(fn, rng):
                      what="the states x, shape (..., L, 2K)", hints=hints)
     import jax.numpy as jnp
     big = largest_intermediate(fn, jnp.full(128, 0.9, jnp.float32),
-                               jnp.ones(128, jnp.float32), jnp.ones((4, 256), jnp.float32))
+                               jnp.full((4, 128), 0.3, jnp.float32),
+                               jnp.ones((4, 256), jnp.float32))
     expect(big is None or big < 256 * 256,
-           f"for 2K = 256 your function builds an array of {big} entries.",
-           hint="you formed the dense 2K×2K transition: as complex numbers the recurrence is "
+           f"for L = 4 and 2K = 256 your function builds an array of {big} entries.",
+           hint="you formed dense 2K×2K transitions: as complex numbers each step is "
                 "elementwise, K independent channels.")
 
 
-@exercise("3.3", points=2, title="powers of a rotation via θ·k (RotRNN Lemma 3)",
-          reference="RotRNN Lemma 3 and §3.2 (the P's cancel inside powers; D(θ)^k = D(kθ))",
-          stronger_hint="A^k = P D(θ)^k Pᵀ and D(θ)^k = D(kθ). Form D(kθ) Pᵀ without building D: "
-                        "rotating the pairs of entries of every row of P by the angles kθ, then "
-                        "transposing, gives exactly D(kθ) Pᵀ. Multiply by P on the left.")
+def _principal_power(A, s):
+    """A^s = exp(s log A), log A the principal logarithm, from the eigendecomposition of A
+    (float64; every eigenvalue angle in (−π, π))."""
+    lam, V = np.linalg.eig(np.asarray(A, np.float64))
+    return np.real((V * np.exp(1j * s * np.angle(lam))) @ np.linalg.inv(V))
+
+
+def _wrapped_away_from_pi(rng, K, margin=0.05):
+    """K angles in (−3π, 3π) whose representatives in (−π, π] stay ``margin`` from ±π (where
+    the principal power jumps)."""
+    base = rng.uniform(-np.pi + margin, np.pi - margin, K)
+    return base + 2 * np.pi * rng.integers(-1, 2, K)
+
+
+def _block_power(P, theta, s):
+    return P @ _block_rotation(s * np.asarray(theta, np.float64)) @ P.T
+
+
+@exercise("3.3", points=2, title="the principal real power A^s of a rotation",
+          reference="RotRNN Lemma 3 and §3.2 (A = P D(θ) Pᵀ, D(θ)^k = D(kθ)); chapter 3, §3.2; "
+                    "the principal power A^s = exp(s log A)",
+          stronger_hint="the angles θ_i of A are only known up to a multiple of 2π: D(θ) and "
+                        "D(θ + 2π) are the same matrix, but their s-th powers differ when s is "
+                        "not an integer. The principal logarithm reads every eigenvalue e^(±iθ_i) "
+                        "with its angle in (−π, π]: bring each θ_i into that interval first, "
+                        "then scale by s inside the P … Pᵀ sandwich.")
 def _(fn, rng):
-    for n in (2, 4, 6):
+    cases = [(2, [0.0, 1.0, 0.5, 2.0]), (2, [0.5]), (4, [0.5, -0.5, 1.5, 0.25]),
+             (6, [1 / 3, -3, 7, 2.5])]
+    for n, powers in cases:
         M = rng.standard_normal((n, n))
         P = _expm(M - M.T)
-        theta = rng.uniform(0, 2 * np.pi, n // 2)
+        theta = _wrapped_away_from_pi(rng, n // 2)
+        if n == 2 and powers == [0.5]:
+            theta = np.array([np.pi + 0.6])          # one angle beyond π: the branch matters
         A = P @ _block_rotation(theta) @ P.T
-        for k in (0, 1, 2, 7, 100, -3):
-            inputs = {"P": P.astype(np.float32), "theta": theta.astype(np.float32), "k": k}
+        wrapped = np.angle(np.exp(1j * theta))
+        for s in powers:
+            inputs = {"P": P.astype(np.float32), "theta": theta.astype(np.float32), "s": s}
             got = call(fn, inputs)
-            want = np.linalg.matrix_power(A, k) if k >= 0 else np.linalg.matrix_power(A.T, -k)
-            Dk = _block_rotation(k * theta)
-            expect_close(got, want, inputs=inputs, rtol=1e-3, atol=1e-3, what=f"A^{k}", hints=[
-                alternative(A, "you return A itself: the blocks of D^k rotate by k·θ."),
-                alternative(P @ Dk, "forgot Pᵀ on the right: A^k = P D(kθ) Pᵀ."),
-                alternative(Dk, "forgot P and Pᵀ: D(kθ) is A^k only in the rotated basis."),
-                alternative(P.T @ Dk @ P, "P and Pᵀ are swapped: A = P D Pᵀ (Lemma 3)."),
-                alternative(P @ _block_rotation(-k * theta) @ P.T,
-                            "transposed rotation: that is A^(−k); check the sign of the sin "
+            want = _principal_power(A, s)
+            expect_close(got, want, inputs=inputs, rtol=1e-3, atol=1e-3, what=f"A^{s:g}",
+                         dtype="real", hints=[
+                alternative(lambda: _block_power(P, theta, s),
+                            "your matrix is an s-th power of A, but not the principal one: "
+                            "some of its eigenvalue angles lie outside (−|s|π, |s|π]."),
+                alternative(lambda: _block_power(P, np.mod(theta, 2 * np.pi), s),
+                            "your matrix is an s-th power of A, but not the principal one: "
+                            "some of its eigenvalue angles lie outside (−|s|π, |s|π]."),
+                alternative(lambda: _block_power(P, wrapped, np.trunc(s)),
+                            "the power was rounded to an integer: s is a real number."),
+                alternative(A, "you return A itself."),
+                alternative(lambda: P @ _block_rotation(s * wrapped),
+                            "forgot Pᵀ on the right (Lemma 3: A = P D Pᵀ)."),
+                alternative(lambda: _block_rotation(s * wrapped),
+                            "forgot P and Pᵀ: that matrix is the power only in the rotated "
+                            "basis."),
+                alternative(lambda: P.T @ _block_rotation(s * wrapped) @ P,
+                            "P and Pᵀ are swapped: A = P D Pᵀ (Lemma 3)."),
+                alternative(lambda: _block_power(P, -wrapped, s),
+                            "transposed rotation: that is A^(−s); check the sign of the sin "
                             "entries of D."),
             ])
 

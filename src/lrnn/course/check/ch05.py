@@ -1,6 +1,7 @@
 """Checks for Exercises 5 · Householder reflections (solutions/05_householder.ipynb): the
-reflection of Algorithm 2's step, oRNN eqs. 6–9, merging compact WY blocks (Prop. 1) and the
-bug in an oRNN step that applies the reflections one at a time."""
+reflection of Algorithm 2's step, the gradient of a chain of reflections (oRNN eqs. 6–9),
+merging compact WY blocks in LAPACK's form I − U T Uᵀ (after Prop. 1) and the bug in an oRNN
+step that applies the reflections one at a time."""
 from __future__ import annotations
 
 import math
@@ -8,7 +9,7 @@ import math
 import numpy as np
 
 from ._core import (alternative, as_array, call, exercise, expect, expect_close, expect_prediction,
-                    randn)
+                    randn, when)
 
 
 def _H(u):
@@ -16,13 +17,13 @@ def _H(u):
     return np.eye(u.size) - 2 * np.outer(u, u) / (u @ u)
 
 
-def _chain(U, u1=None, reverse=False):
+def _chain(U, u1=None):
     """W = H(U[:,0]) H(U[:,1]) ⋯ (oRNN eq. 8 in the eq. 9 layout), times H_1(u1) if m = n."""
     U = np.asarray(U, np.float64)
     n, m = U.shape
     cols = [U[:, j] for j in range(m - 1 if u1 is not None else m)]
     W = np.eye(n)
-    for u in (cols[::-1] if reverse else cols):
+    for u in cols:
         W = W @ _H(u)
     if u1 is not None:
         W = W @ np.diag([1.0] * (n - 1) + [float(u1)])
@@ -80,63 +81,98 @@ def _(fn, rng):
                      ])
 
 
-@exercise("5.2", points=2, title="the chain of reflections W (oRNN eqs. 7–9)",
-          reference="oRNN §4, eqs. 6–9 (W = H_n(u_n) ⋯ H_{n−m+1}(u_{n−m+1}); H_1 of eq. 7 "
-                    "when m = n)",
-          stronger_hint="start from the identity and multiply on the right by H(u_j) for the "
-                        "columns of U in order, without forming H: W H(u) = W − 2 (W u) uᵀ/(uᵀu). "
-                        "When u1_sign is given (m = n, eq. 7), the last factor is diag(1, …, 1, "
-                        "u1_sign): multiply W's last column by it instead of reflecting with the "
-                        "last column of U.")
+def _bilinear(U, h, g, norms=None):
+    """gᵀ W h with W = H(U[:,0]) ⋯ H(U[:,m−1]), applied to h factor by factor (float64); with
+    ``norms``, each reflection divides by a fixed ‖u_j‖² instead of its own."""
+    v = np.asarray(h, np.float64)
+    cols = list(range(np.shape(U)[1]))
+    for j in cols[::-1]:
+        u = U[:, j]
+        v = v - 2 * (u @ v) / (u @ u if norms is None else norms[j]) * u
+    return float(np.asarray(g, np.float64) @ v)
+
+
+def _numerical_gradient(U, h, g, eps=1e-6, **kwargs):
+    """Central differences of gᵀ W h over the entries of eq. 9 (on and below the diagonal)."""
+    U = np.asarray(U, np.float64)
+    grad = np.zeros_like(U)
+    for i, j in zip(*np.nonzero(np.tril(np.ones_like(U)))):
+        step = np.zeros_like(U)
+        step[i, j] = eps
+        grad[i, j] = (_bilinear(U + step, h, g, **kwargs)
+                      - _bilinear(U - step, h, g, **kwargs)) / (2 * eps)
+    return grad
+
+
+@exercise("5.2", points=2, title="∂(gᵀWh)/∂U: the gradient of a chain of reflections",
+          reference="oRNN §4, eqs. 6–9 (H(u) = I − 2uuᵀ/‖u‖², W = H_n(u_n) ⋯ "
+                    "H_{n−m+1}(u_{n−m+1}) in the eq. 9 layout); chapter 5, §5.5 (smoothness)",
+          stronger_hint="only one factor of W depends on u_j: gᵀ W h = aᵀ H(u_j) b, with b the "
+                        "factors to its right applied to h and a the factors to its left applied "
+                        "(transposed, i.e. in reverse order) to g. Differentiate aᵀb − "
+                        "2 (aᵀu)(uᵀb)/(uᵀu) by the product and quotient rules: the denominator "
+                        "depends on u too. Build all b's in one sweep from the right, then walk "
+                        "from the left updating a; zero the entries above the diagonal.")
 def _(fn, rng):
-    for n, m, u1 in [(1, 1, -1.0), (3, 1, None), (4, 2, None), (6, 3, None), (4, 4, 1.0),
-                     (5, 5, -1.0)]:
-        U = _eq9(rng, n, m)
-        inputs = {"U": U, "u1_sign": u1}
+    for n, m in [(2, 1), (3, 1), (4, 2), (6, 3), (5, 4)]:
+        U = _eq9(rng, n, m) * np.float32(rng.uniform(0.5, 2.0))     # m < n: no H_1
+        h, g = randn(rng, n), randn(rng, n)
+        inputs = {"U": U, "h": h, "g": g}
         got = call(fn, inputs)
-        want = _chain(U, u1)
-        hints = [alternative(_chain(U, u1, reverse=True),
-                             "the reflections are multiplied in the reverse order: W = "
-                             "H_n(u_n) ⋯ H_{n−m+1}(u_{n−m+1}), column 0 of U (u_n) leftmost.")]
-        if u1 is not None:
-            D1 = np.diag([1.0] * (n - 1) + [u1])
-            hints += [alternative(D1 @ _chain(U[:, :-1], None) if n > 1 else D1,
-                                  "H_1(u_1) is the rightmost factor (eq. 8 ends with H_1): "
-                                  "multiply on the right, scaling the last column."),
-                      alternative(_chain(U[:, :-1], None) if m > 1 else np.eye(n),
-                                  "when m = n the product ends with H_1(u_1) = diag(1, …, 1, "
-                                  "u_1) (eq. 7): u1_sign is missing."),
-                      alternative(_chain(U[:, :-1], None) @ _H(np.eye(n)[-1]) if n > 1 else
-                                  -np.eye(1), "the last column of U is not a reflection "
-                                  "vector when m = n: use H_1(u1_sign) instead.")]
-        expect_close(got, want, inputs=inputs, rtol=1e-4, atol=1e-5, what="W", hints=hints)
+        U64 = U.astype(np.float64)
+        want = _numerical_gradient(U64, h, g)
+        norms = np.sum(U64 ** 2, axis=0)
+        lower = np.tri(n, m, dtype=bool)
+        hints = [
+            alternative(_numerical_gradient(U64, h, g, norms=norms), "right when ‖u_j‖² is held "
+                        "fixed: the denominator uᵀu of H(u) depends on u as well (H(cu) = H(u), "
+                        "so the gradient must be orthogonal to each u_j)."),
+            alternative(_numerical_gradient(U64, g, h), "that is the gradient of gᵀ Wᵀ h = "
+                        "hᵀ W g: the factors run in the reverse order (or h and g trade places). "
+                        "W = H(U[:,0]) ⋯ H(U[:,m−1]): the factors right of H(U[:,j]) act on h, "
+                        "those to its left on g."),
+            when(lambda got, want: (got.shape == want.shape and np.allclose(
+                     got[lower], want[lower], rtol=1e-3, atol=1e-4)),
+                 "the entries below the diagonal are right; above it U holds the fixed zeros of "
+                 "eq. 9, not parameters: their gradient is 0."),
+        ]
+        expect_close(got, want, inputs=inputs, rtol=1e-4, atol=1e-5 * (1 + np.abs(want).max()),
+                     what="∂(gᵀWh)/∂U", hints=hints)
 
 
 def _random_upper(rng, m):
-    """An invertible upper-triangular m×m matrix that is not eq. 12's T of anything."""
+    """An upper-triangular m×m matrix that is not the T of any product of reflections."""
     T = np.triu(rng.standard_normal((m, m)))
     T[np.diag_indices(m)] = rng.uniform(0.5, 2.0, m) * rng.choice([-1.0, 1.0], m)
     return T.astype(np.float32)
 
 
-def _wy_T(U):
+def _lapack_T(U):
+    """T with I − U T Uᵀ = H(U[:,0]) ⋯ H(U[:,m−1]): the inverse of oRNN eq. 12's T."""
     G = np.asarray(U, np.float64).T @ np.asarray(U, np.float64)
-    return np.triu(G, 1) + 0.5 * np.diag(np.diag(G))
+    return np.linalg.inv(np.triu(G, 1) + 0.5 * np.diag(np.diag(G)))
 
 
-@exercise("5.3", points=3, title="merging two compact WY blocks (oRNN Prop. 1)",
-          reference="oRNN Proposition 1, eqs. 12–13 (W = I − U T⁻¹ Uᵀ): multiply two such "
-                    "products and compare with the inverse of an upper block-triangular T",
-          stronger_hint="write W_1 = I − U_1 T_1⁻¹ U_1ᵀ and W_2 likewise and expand W_1 W_2. Then "
-                        "look for it as I − U T⁻¹ Uᵀ with U = [U_1, U_2] and T = [[T_1, S], [0, "
-                        "T_2]]: the inverse of that block-triangular T has the corner −T_1⁻¹ S "
-                        "T_2⁻¹. Matching the cross terms gives S.")
+def _T_of(U, product):
+    """The T of product = I − U T Uᵀ, read off with the pseudo-inverse of U (full column rank)."""
+    P = np.linalg.pinv(np.asarray(U, np.float64))
+    return P @ (np.eye(P.shape[1]) - product) @ P.T
+
+
+@exercise("5.3", points=3, title="merging compact WY blocks, LAPACK's form I − U T Uᵀ",
+          reference="oRNN Proposition 1, eqs. 12–13 (W = I − U T⁻¹ Uᵀ), here without the "
+                    "inverse: multiply two blocks W_i = I − U_i T_i U_iᵀ out and match the terms",
+          stronger_hint="expand (I − U_1 T_1 U_1ᵀ)(I − U_2 T_2 U_2ᵀ): besides I and the two "
+                        "blocks' own terms there is one product of four factors. Write I − U T Uᵀ "
+                        "with U = [U_1 U_2] and T = [[T_1, S], [0, T_2]] by blocks: S appears "
+                        "once, in the term U_1 S U_2ᵀ. Match it with the cross term, sign "
+                        "included; no inverse is needed.")
 def _(fn, rng):
     for n, m1, m2, general in [(3, 1, 1, False), (5, 2, 2, False), (6, 3, 2, True),
                                (4, 1, 3, True), (7, 2, 4, True)]:
         U1, U2 = randn(rng, n, m1), randn(rng, n, m2)
-        T1 = _random_upper(rng, m1) if general else _wy_T(U1).astype(np.float32)
-        T2 = _random_upper(rng, m2) if general else _wy_T(U2).astype(np.float32)
+        T1 = _random_upper(rng, m1) if general else _lapack_T(U1).astype(np.float32)
+        T2 = _random_upper(rng, m2) if general else _lapack_T(U2).astype(np.float32)
         inputs = {"U1": U1, "T1": T1, "U2": U2, "T2": T2}
         got = call(fn, inputs)
         expect(isinstance(got, (tuple, list)) and len(got) == 2,
@@ -147,23 +183,37 @@ def _(fn, rng):
                          alternative(np.hstack([U2, U1]), "the factor on the left, W1, "
                                      "contributes the first columns: U = [U1 U2]."),
                      ])
-        S = U1.astype(np.float64).T @ U2.astype(np.float64)
-        want = np.block([[T1, S], [np.zeros((m2, m1)), T2]])
-        expect_close(got[1], want, inputs=inputs, rtol=1e-4, atol=1e-5,
-                     what="T (second item)", hints=[
-            alternative(np.block([[T1, np.zeros((m1, m2))], [S.T, T2]]),
+        W1 = np.eye(n) - U1.astype(np.float64) @ T1 @ U1.T.astype(np.float64)
+        W2 = np.eye(n) - U2.astype(np.float64) @ T2 @ U2.T.astype(np.float64)
+        want = _T_of(U64, W1 @ W2)
+        want[m1:, :m1] = 0.0
+        G12 = U1.astype(np.float64).T @ U2.astype(np.float64)
+        corner = want[:m1, m1:]
+        Z21, Z12 = np.zeros((m2, m1)), np.zeros((m1, m2))
+        scale = 1 + np.abs(want).max()
+        swapped = ([alternative(np.block([[T1, -T2 @ G12 @ T1], [Z21, T2]]),
+                                "T1 and T2 are swapped in the coupling block: W1 is the left "
+                                "factor, so T1 multiplies from the left.")] if m1 == m2 else [])
+        expect_close(got[1], want, inputs=inputs, rtol=1e-4, atol=1e-4 * scale,
+                     what="T (second item)", hints=swapped + [
+            alternative(np.block([[T1, G12], [Z21, T2]]),
+                        "U1ᵀU2 is the coupling block of the inverted form I − U T⁻¹ Uᵀ (eq. 12); "
+                        "here T is not inverted, and T1, T2 enter the cross term."),
+            alternative(np.block([[T1, Z12], [corner.T, T2]]),
                         "the coupling block sits above the diagonal: T is upper "
-                        "block-triangular, [[T1, U1ᵀU2], [0, T2]]."),
-            alternative(np.block([[T1, -S], [np.zeros((m2, m1)), T2]]),
-                        "sign of the coupling block: multiply out (I − U1T1⁻¹U1ᵀ)(I − U2T2⁻¹U2ᵀ) "
-                        "and the block inverse of T; the cross terms match for +U1ᵀU2."),
-            alternative(_wy_T(U64), "you recomputed eq. 12 from U = [U1 U2]: here T1, T2 are "
-                        "given and need not be eq. 12's (any invertible T_i with W_i = "
-                        "I − U_i T_i⁻¹ U_iᵀ); keep them and find the block that couples them."),
-            alternative(np.block([[T1, np.zeros((m1, m2))], [np.zeros((m2, m1)), T2]]),
-                        "a block-diagonal T gives I − U1T1⁻¹U1ᵀ − U2T2⁻¹U2ᵀ, not the "
-                        "product: the cross term U1T1⁻¹(U1ᵀU2)T2⁻¹U2ᵀ needs an off-diagonal "
-                        "block."),
+                        "block-triangular, with the lower-left block zero."),
+            alternative(np.block([[T1, -corner], [Z21, T2]]),
+                        "sign of the coupling block: multiplying the two blocks out gives the "
+                        "cross term with a + sign, while I − U T Uᵀ subtracts U1 S U2ᵀ."),
+            alternative(np.block([[T1, -G12], [Z21, T2]]),
+                        "the coupling block has the right sign but misses T1 and T2: the cross "
+                        "term is a product of four factors, U1 T1 U1ᵀ U2 T2 U2ᵀ."),
+            alternative(_lapack_T(U64), "you recomputed T from U = [U1 U2] alone: here T1, T2 "
+                        "are given and need not come from reflections (any upper-triangular "
+                        "T_i); keep them and find the block that couples them."),
+            alternative(np.block([[T1, Z12], [Z21, T2]]),
+                        "a block-diagonal T gives I − U1T1U1ᵀ − U2T2U2ᵀ, not the product: the "
+                        "cross term of W1 W2 needs an off-diagonal block."),
         ])
 
 

@@ -1,6 +1,6 @@
 """Checks for Exercises 6 · Scans on the GPU (solutions/06_gpu_scans.ipynb): the bytes a scan
-must move, the combines of two parallel scans, the backward scan, and the most passes over
-memory that a measured scan can have made."""
+and its backward pass must move, the combines and levels of the odd–even scan, the backward
+scan, and the most passes over memory that a measured scan can have made."""
 from __future__ import annotations
 
 import math
@@ -11,44 +11,74 @@ from ._core import (alternative, call, crandn, exercise, expect, expect_close, e
                     randn, reference_scan, when)
 
 
-def reference_bytes(shape, dtype="complex64", time_varying=False, passes=1):
-    """Bytes that a forward scan over an array of ``shape`` must move at least: read b (and a,
-    when it varies in time) once per pass, write x once; a time-invariant a is ignored."""
-    size = np.dtype(dtype).itemsize * math.prod(shape)
-    return size * (passes * (1 + int(bool(time_varying))) + 1)
+def reference_bytes(shape, dtype="complex64", time_varying=False, passes=1, backward=False):
+    """Bytes that a scan over an array of ``shape`` must move at least, counted array by array:
+    forward, every pass reads b (and a, when it varies in time) and x is written once; backward
+    (Exercise 6.3's VJP), every pass reads x̄ (and a), the last one also reads x and writes b̄
+    (and ā, an array when a varies in time). A time-invariant a (and its ā) is ignored."""
+    per_pass = ["a"] * bool(time_varying) + (["x_bar"] if backward else ["b"])
+    once = (["x", "b_bar"] + ["a_bar"] * bool(time_varying)) if backward else ["x"]
+    arrays = {}
+    for _ in range(passes):
+        for name in per_pass:
+            arrays[name] = arrays.get(name, 0) + 1
+    for name in once:
+        arrays[name] = arrays.get(name, 0) + 1
+    return np.dtype(dtype).itemsize * math.prod(shape) * sum(arrays.values())
 
 
-
-@exercise("6.1", points=2, title="the bytes a linear scan must move",
-          reference="chapter 6, the memory-bandwidth floor t_min = bytes / copy bandwidth "
-                    "(a memory-bound kernel reads b_t and writes x_t once per pass)",
-          stronger_hint="count reads and writes: each pass reads b once, and a too when it varies "
-                        "in time (an array of the same shape); x is written once. Bytes = itemsize "
-                        "× number of elements × (passes × (1 or 2) + 1).")
+@exercise("6.1", points=2, title="the bytes of the backward scan",
+          reference="chapter 6, §6.3 (the floor: bytes / copy bandwidth) and §6.7 (the backward "
+                    "pass); chapter 1, eq. (1.1)",
+          stronger_hint="write the backward recurrence first: b̄_t = x̄_t + a_(t+1) b̄_(t+1), and "
+                        "ā_t = b̄_t x_(t−1). What a pass needs is what that recurrence reads: x̄, "
+                        "and a when it varies in time. x is needed only for ā, so it is read once, "
+                        "in the last pass, which also writes b̄ and, for a time-varying a, one ā "
+                        "per step (an array as large as b).")
 def _(fn, rng):
-    cases = [((16, 16384, 256), "complex64", False, 1), ((1, 65536, 64), "complex64", False, 2),
-             ((8, 4096, 256), "float32", True, 1), ((2, 3, 100, 8), "complex128", True, 2),
-             ((4, 10, 2), "float16", False, 1)]
-    for shape, dtype, tv, passes in cases:
-        inputs = {"shape": shape, "dtype": dtype, "time_varying": tv, "passes": passes}
+    cases = [((16, 16384, 256), "complex64", False, 1, False),      # (shape, dtype, a(t), passes,
+             ((4, 10, 2), "float16", False, 1, True),               #  backward)
+             ((16, 16384, 256), "complex64", False, 1, True),
+             ((8, 4096, 256), "float32", True, 1, True),
+             ((1, 65536, 64), "complex64", False, 2, True),
+             ((2, 3, 100, 8), "complex128", True, 2, True),
+             ((8, 4096, 256), "float32", True, 1, False),
+             ((1, 65536, 64), "complex64", False, 2, False)]
+    shape = tuple(int(v) for v in rng.integers(1, 33, 3))
+    cases.append((shape, str(rng.choice(["float32", "complex64"])), bool(rng.integers(2)),
+                  int(rng.integers(1, 5)), True))
+    for shape, dtype, tv, passes, backward in cases:
+        inputs = {"shape": shape, "dtype": dtype, "time_varying": tv, "passes": passes,
+                  "backward": backward}
         got = call(fn, inputs)
-        want = reference_bytes(shape, dtype, tv, passes)
-        n = math.prod(shape)
-        item = np.dtype(dtype).itemsize
+        want = reference_bytes(shape, dtype, tv, passes, backward)
+        array = np.dtype(dtype).itemsize * math.prod(shape)
+        reads = passes * (1 + tv)
+        hints = [alternative(8 * want, "that is bits: a byte is 8 bits.")]
+        if backward:
+            hints.append(alternative(array * (reads + 1), "that is the forward count: the "
+                                     "backward pass also needs the states x, for ā."))
+            if passes > 1:
+                hints.append(alternative(array * (passes * (2 + tv) + 1 + tv), "only the "
+                                         "backward recurrence runs in every pass, and it does "
+                                         "not read x: x is read once, for ā."))
+            hints.append(alternative(array * (reads + 2), "a time-varying a has one ā per "
+                                     "step: an array as large as b, written once.") if tv else
+                         alternative(array * (reads + 3), "with a time-invariant a, ā is N "
+                                     "numbers summed in registers: ignore it, as a itself."))
+        else:
+            hints += [
+                alternative(array * reads, "the scan also writes x: one more array of the "
+                            "same size."),
+                alternative(array * (passes + 1), "a time-varying a is an array as large as b, "
+                            "read with it in every pass."),
+            ]
+        hints.append(alternative(want / 2, "complex64 is 8 bytes per element (two float32), "
+                                 "complex128 16.") if dtype.startswith("complex") else
+                     alternative(2 * want, "float32 is 4 bytes per element, float16 2."))
         expect(np.ndim(got) == 0, "return one number of bytes.", inputs=inputs, received=got)
         expect_close(np.float64(got), np.float64(want), inputs=inputs, rtol=1e-9, atol=0.05,
-                     what="the number of bytes", hints=[
-            alternative(item * n * passes * (1 + tv), "the scan also writes x: one more "
-                        "array of the same size."),
-            alternative(item * n * (2 + tv), "with two passes b (and a) are read twice; x is "
-                        "written once." if passes == 2 else "count the passes over b."),
-            alternative(item * n * (passes + 1), "a time-varying a is an array as large as b, "
-                        "read with it in every pass."),
-            alternative(8 * want, "that is bits: a byte is 8 bits."),
-            alternative(want / 2, "complex64 is 8 bytes per element (two float32), complex128 "
-                        "16.") if dtype.startswith("complex") else
-            alternative(2 * want, "float32 is 4 bytes per element, float16 2."),
-        ])
+                     what="the number of bytes", hints=hints)
 
 
 def reference_work_depth(L):
@@ -71,11 +101,11 @@ def reference_work_depth(L):
 @exercise("6.2", points=3, title="work and depth of the odd–even scan",
           reference="chapter 6, the associative scan (its work and depth), and chapter 1, "
                     "eq. (1.3): one combine applies the operator once",
-          stronger_hint="follow one level of the odd–even scan: combine the L // 2 adjacent pairs "
-                        "(one level), scan that half-length sequence recursively, then fix up the "
-                        "(L + 1) // 2 − 1 even positions after the first (one more level, when "
-                        "there are any). Work and depth then obey a recursion in L // 2 that stops "
-                        "at L < 2 with (0, 0).")
+          stronger_hint="follow one level of the odd–even scan at length n: it combines ⌊n/2⌋ "
+                        "adjacent pairs (one level), scans that sequence of ⌊n/2⌋ recursively, "
+                        "then fixes up the ⌈n/2⌉ − 1 even positions after the first (one more "
+                        "level, when there are any). Work and depth obey a recursion in ⌊n/2⌋ "
+                        "that stops at n < 2 with (0, 0); sum it for a closed form.")
 def _(fn, rng):
     for L in [1, 2, 3, 4, 5, 8, 13, 64, 100, 1000, 1025, int(rng.integers(2000, 70000))]:
         inputs = {"L": L}
@@ -88,8 +118,8 @@ def _(fn, rng):
         expect_close(np.float64(got[0]), np.float64(work), inputs=inputs, rtol=0, atol=0.05,
                      what="the number of combines (first item)", hints=[
             alternative(2 * L - 2 - math.log2(L) if L > 0 else -1,
-                        "2L − 2 − log₂ L holds for powers of two only: follow the recursion, "
-                        "W(L) = ⌊L/2⌋ + (⌈L/2⌉ − 1) + W(⌊L/2⌋)."),
+                        "2L − 2 − log₂ L holds for powers of two only: at an odd length count "
+                        "again the pairs combined and the positions skipped."),
             alternative(L * log2, "that is the Hillis–Steele count (every element in every "
                         "round); the odd–even scan halves the sequence at every level."),
             alternative(L // 2 + (L + 1) // 2 - 1 if L >= 2 else -1,

@@ -1,6 +1,6 @@
 """Checks for Exercises 7 · Experiments (solutions/07_experiments.ipynb): choosing the ring of
-eigenvalues for a memory length, the share of a ring that remembers, where a layer's parameters
-go, and comparing two models over seeds."""
+eigenvalues so that a share of it remembers, the number of states that makes k of them remember,
+where a layer's parameters go, and comparing two models over seeds."""
 from __future__ import annotations
 
 import functools
@@ -12,35 +12,15 @@ import numpy as np
 from ._core import alternative, call, exercise, expect, expect_close, expect_prediction, when
 
 
-@exercise("7.1", points=2, title="the smallest |λ| that remembers T steps",
-          reference="chapter 1, eq. (1.1) (an input reaches x_{t+T} through λ^T); LRU §3.3 "
-                    "and Lemma 3.2 (r_min of the ring)",
-          stronger_hint="an input reaches the state T steps later multiplied by λ^T, of modulus "
-                        "r^T. Require r^T ≥ q and solve for r.")
-def _(fn, rng):
-    for T, q in [(1, 0.5), (100, 0.5), (1000, 0.1), (784, 0.01), (16384, 0.5),
-                 (int(rng.integers(10, 5000)), float(np.round(rng.uniform(0.05, 0.9), 3)))]:
-        inputs = {"T": T, "q": q}
-        got = call(fn, inputs)
-        want = q ** (1.0 / T)
-        expect(np.ndim(got) == 0, "return one number, the modulus r.", inputs=inputs,
-               received=got)
-        expect_close(np.float64(got), np.float64(want), inputs=inputs, rtol=1e-9, atol=1e-12,
-                     what="r", hints=[
-            alternative(1 - (1 - q) / T, "a linear guess: r^T = q is solved by r = q^(1/T) "
-                        "(take logarithms)."),
-            alternative(q ** (1.0 / (T - 1)) if T > 1 else -1.0, "the input is multiplied by "
-                        "λ once per step: T steps later by λ^T, not λ^(T−1)."),
-            alternative(np.exp(-q / T), "r^T = q gives log r = (log q) / T."),
-            alternative(q ** (0.5 / T), "q is a fraction of the amplitude: |λ|^T = q (you "
-                        "solved the energy equation |λ|^(2T) = q)."),
-        ])
+@functools.cache
+def _gauss_legendre_2():
+    return np.polynomial.legendre.leggauss(2)
 
 
 def _ring_area(inner, outer):
     """∫ 2πρ dρ from ``inner`` to ``outer`` by two-point Gauss–Legendre quadrature (exact: the
     integrand is linear in ρ)."""
-    nodes, weights = np.polynomial.legendre.leggauss(2)
+    nodes, weights = _gauss_legendre_2()
     centre, half_width = (inner + outer) / 2, (outer - inner) / 2
     return half_width * float(np.sum(weights * 2 * np.pi * (centre + half_width * nodes)))
 
@@ -55,40 +35,144 @@ def reference_fraction(r_min, r_max, T, q):
     return remembering / _ring_area(r_min, r_max)
 
 
-@exercise("7.2", points=2, title="the share of a ring that remembers T steps",
-          reference="LRU Lemma 3.2 (|λ|² uniform on [r_min², r_max²]); chapter 2, eq. (2.2); "
-                    "Exercise 2.2",
-          stronger_hint="|λ|² is uniform on [r_min², r_max²] (uniform in area), so the share with "
-                        "|λ| ≥ r* is (r_max² − r*²)/(r_max² − r_min²), where r* = q^(1/T) is first "
-                        "clipped to [r_min, r_max]. A thin ring (r_min = r_max) gives 0 or 1.")
+def reference_r_max_for_share(r_min, T, q, share):
+    """The smallest r_max ≥ r_min whose ring [r_min, r_max] has at least ``share`` of its area
+    where |λ|^T ≥ q, by bisection on the quadrature share (it grows with r_max); NaN when no
+    r_max < 1 reaches it."""
+    if reference_fraction(r_min, r_min, T, q) >= share:
+        return float(r_min)
+    if reference_fraction(r_min, 1.0, T, q) <= share:
+        return math.nan
+    lo, hi = float(r_min), 1.0
+    for _ in range(64):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if reference_fraction(r_min, mid, T, q) >= share else (mid, hi)
+    return hi
+
+
+@exercise("7.1", points=2, title="the ring whose given share remembers T steps",
+          reference="chapter 1, eq. (1.1) (an input reaches x_{t+T} through λ^T); LRU §3.3 "
+                    "and Lemma 3.2 (|λ|² uniform on [r_min², r_max²]); chapter 2, eq. (2.2)",
+          stronger_hint="write the share of the ring with |λ| ≥ q^(1/T) as a function of r_max "
+                        "(|λ|² is uniform on [r_min², r_max²]), set it equal to the share and "
+                        "solve for r_max² (it is linear in r_max²). Two special cases: r_min "
+                        "already remembers (the thin ring r_max = r_min does), or the r_max you "
+                        "find is not below 1 (NaN).")
 def _(fn, rng):
-    cases = [(0.0, 1.0, 100, 0.5), (0.9, 0.999, 1000, 0.5), (0.99, 0.999, 100, 0.5),
-             (0.0, 0.9, 1000, 0.5), (0.5, 0.5, 2, 0.2), (0.5, 0.5, 2, 0.3),
-             (0.4, 0.95, 50, 0.1)]
-    for r_min, r_max, T, q in cases:
-        inputs = {"r_min": r_min, "r_max": r_max, "T": T, "q": q}
+    cases = [(0.0, 1, 0.5, 0.3), (0.99, 100, 0.5, 0.5), (0.0, 100, 0.5, 0.001),
+             (0.9, 50, 0.1, 0.25), (0.999, 200, 0.5, 0.9), (0.0, 1000, 0.5, 0.5),
+             (0.98, 200, 0.3, 0.25), (0.9, 100, 0.5, 0.5),
+             (float(np.round(rng.uniform(0.9, 0.99), 4)), int(rng.integers(10, 200)),
+              float(np.round(rng.uniform(0.1, 0.9), 3)),
+              float(np.round(rng.uniform(0.05, 0.95), 3)))]
+    for r_min, T, q, share in cases:
+        inputs = {"r_min": r_min, "T": T, "q": q, "share": share}
         got = call(fn, inputs)
-        want = reference_fraction(r_min, r_max, T, q)
+        expect(np.ndim(got) == 0, "return one number, r_max.", inputs=inputs, received=got)
+        want = reference_r_max_for_share(r_min, T, q, share)
+        got = float(np.asarray(got, np.float64))
+        if math.isnan(want):
+            expect(math.isnan(got), "no ring inside the unit circle gives this share: with "
+                   "r_max < 1 the part of the ring that remembers stays too small. Return NaN "
+                   "(math.nan).", inputs=inputs, received=got,
+                   hint="r_max must stay below 1." if got >= 1 else None)
+            continue
+        expect(not math.isnan(got), "a ring with r_max < 1 gives this share: return it.",
+               inputs=inputs, received=got)
         r_star = q ** (1.0 / T)
-        r = min(max(r_star, r_min), r_max)
-        hints = []
-        if r_max > r_min:
+        s = share
+        hints = [when(lambda rec, exp: float(rec) < r_min - 1e-9, "r_max ≥ r_min: when r_min "
+                      "itself remembers T steps, the thin ring [r_min, r_min] already does.")]
+        if r_min < r_star:
             hints += [
-                alternative((r_max - r) / (r_max - r_min), "|λ| is not uniform on "
+                alternative((r_star - s * r_min) / (1 - s), "|λ| is not uniform on "
                             "[r_min, r_max]: the ring's area inside radius r grows like r², "
-                            "so use squared radii (LRU Lemma 3.2)."),
-                alternative(1 - (r_max ** 2 - r ** 2) / (r_max ** 2 - r_min ** 2),
-                            "that is the share that forgets: the eigenvalues with "
-                            "|λ| ≥ q^(1/T) remember."),
-                alternative((r_max ** 2 - r_star ** 2) / (r_max ** 2 - r_min ** 2),
-                            "clip q^(1/T) to the ring: a share lies in [0, 1]."),
+                            "so solve in squared radii (LRU Lemma 3.2)."),
+                alternative(math.sqrt(max(r_star ** 2 - (1 - s) * r_min ** 2, 0) / s),
+                            "that ring gives the share to the eigenvalues that forget: "
+                            "those with |λ|^T ≥ q remember."),
+                alternative(r_star, "at r_max = q^(1/T) no eigenvalue of the ring remembers "
+                            "yet: the ring must reach beyond it until the part above holds "
+                            "the share."),
+                alternative(math.sqrt((q ** (1.0 / T) - s * r_min ** 2) / (1 - s)),
+                            "q is a fraction of the amplitude: |λ|^T = q (you solved the "
+                            "energy equation |λ|^(2T) = q)."),
             ]
-        hints.append(when(lambda rec, exp: not np.isfinite(rec).all(), "r_min = r_max is a "
-                          "thin ring: every eigenvalue has the same modulus, so the share is "
-                          "0 or 1."))
-        expect(np.ndim(got) == 0, "return one number, the share.", inputs=inputs, received=got)
-        expect_close(np.float64(got), np.float64(want), inputs=inputs, rtol=1e-7, atol=1e-9,
-                     what="the share", hints=hints)
+        expect_close(np.float64(got), np.float64(want), inputs=inputs, rtol=1e-6, atol=1e-9,
+                     what="r_max", hints=hints)
+
+
+def _states_for(s, k, p):
+    """The smallest N with P(at least k of N independent draws succeed) ≥ p, for a success
+    probability 0 < s ≤ 1: the count's distribution, kept below k and grown one draw at a
+    time (a draw moves a count j < k to j + 1 with probability s)."""
+    below = np.zeros(k + 1)                      # P(count = j) for j < k; below[k]: P(≥ k)
+    below[0] = 1.0
+    n = 0
+    while below[k] < p:
+        moved = s * below[:k]
+        below[:k] -= moved
+        below[1:] += moved
+        n += 1
+    return n
+
+
+def reference_states_needed(r_min, r_max, T, q, k, p):
+    """The smallest N with P(at least k of N eigenvalues drawn on the ring remember T steps)
+    ≥ p: the share by quadrature, then the binomial count grown state by state; infinite when
+    no eigenvalue of the ring remembers."""
+    s = reference_fraction(r_min, r_max, T, q)
+    return math.inf if s <= 0 else _states_for(min(s, 1.0), k, p)
+
+
+@exercise("7.2", points=2, title="how many states make k of them remember",
+          reference="LRU Lemma 3.2 (|λ|² uniform on [r_min², r_max²]); chapter 2, eq. (2.2); "
+                    "Exercise 2.2; the eigenvalues are drawn independently",
+          stronger_hint="first the share s of the ring with |λ|^T ≥ q (|λ|² is uniform on "
+                        "[r_min², r_max²]; clip the threshold to the ring, and a thin ring gives "
+                        "0 or 1). The number of the N states that remember is then binomial "
+                        "(N, s): increase N from k until P(fewer than k) ≤ 1 − p. No N works "
+                        "when s = 0.")
+def _(fn, rng):
+    r_lo = float(np.round(rng.uniform(0.9, 0.99), 3))
+    cases = [(0.5, 0.5, 2, 0.2, 3, 0.95), (0.5, 0.5, 2, 0.3, 1, 0.9), (0.0, 1.0, 1, 0.5, 2, 0.9),
+             (0.0, 0.9, 1000, 0.5, 1, 0.5), (0.0, 0.999, 200, 0.5, 4, 0.95),
+             (0.9, 0.9999, 1000, 0.5, 8, 0.99), (0.99, 0.999, 100, 0.5, 16, 0.9),
+             (0.4, 0.95, 20, 0.1, 2, 0.8),
+             (r_lo, 0.9995, int(rng.integers(50, 500)), float(np.round(rng.uniform(0.2, 0.8), 3)),
+              int(rng.integers(1, 20)), float(np.round(rng.uniform(0.5, 0.99), 3)))]
+    for r_min, r_max, T, q, k, p in cases:
+        inputs = {"r_min": r_min, "r_max": r_max, "T": T, "q": q, "k": k, "p": p}
+        got = call(fn, inputs)
+        expect(np.ndim(got) == 0, "return one number, N.", inputs=inputs, received=got)
+        got = float(np.asarray(got, np.float64))
+        want = reference_states_needed(r_min, r_max, T, q, k, p)
+        if math.isinf(want):
+            expect(math.isinf(got) and got > 0, "no eigenvalue of this ring keeps the "
+                   "fraction q for T steps, so no number of states is enough: return "
+                   "math.inf.", inputs=inputs, received=got)
+            continue
+        expect(math.isfinite(got), "this ring has eigenvalues that remember T steps, so some "
+               "finite N is enough.", inputs=inputs, received=got)
+        s = reference_fraction(r_min, r_max, T, q)
+        r = min(max(q ** (1.0 / T), r_min), r_max)
+        hints = [alternative(math.ceil(k / s), "that N makes the *expected* number N·s reach "
+                             "k, but the number that remember is random (binomial): require "
+                             "P(at least k) ≥ p.")]
+        hints.append(alternative(reference_states_needed(r_min, r_max, T, q, k + 1, p),
+                                 "at least k includes exactly k: that N gives more than k "
+                                 "with probability p."))
+        if want > k:
+            hints.append(alternative(want - 1, "with that N the probability of at least k is "
+                                     "still below p: return the smallest N where it reaches "
+                                     "p."))
+        if r_max > r_min and 0 < (r_max - r) / (r_max - r_min) < 1:
+            hints.append(alternative(_states_for((r_max - r) / (r_max - r_min), k, p),
+                                     "|λ| is not uniform on [r_min, r_max]: the ring's area "
+                                     "inside radius r grows like r², so |λ|² is uniform "
+                                     "(LRU Lemma 3.2)."))
+        expect_close(np.float64(got), np.float64(want), inputs=inputs, rtol=0, atol=0.05,
+                     what="the number of states N", hints=hints)
 
 
 def reference_param_count(layer, d_model, d_state, n_heads=1):
