@@ -138,3 +138,25 @@ def test_a_skipped_demo_is_not_run_and_costs_nothing(tmp_path):
                    feedback_dir=tmp_path / "fb")
     feedback = next((tmp_path / "fb").iterdir()).read_text(encoding="utf-8")
     assert AFTER_TEST_NOTE in feedback            # the demo ran, after a test: coarse note
+
+
+def test_wrapping_a_demo_parses_under_the_lock_and_retries(monkeypatch):
+    """The grader loads the solutions in several threads (entry points in parallel): the
+    build's parse of a skipped demo takes the parser lock and retries CPython 3.11's spurious
+    "recursion depth mismatch" like every other parse of the grader."""
+    import ast
+    from lrnn.course.grading import solutions
+    want = wrap_demo("y = f(2)\nprint(y)", "test")
+    real, locked = ast.parse, []
+
+    def flaky(source, *args, **kwargs):
+        locked.append(solutions._PARSE_LOCK.locked())
+        if len(locked) < solutions._PARSE_TRIES:
+            raise SystemError("AST constructor recursion depth mismatch (before=39, after=32)")
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(solutions.ast, "parse", flaky)
+    text = solutions._delivered("y = f(2)\nprint(y)", ["exercise-raises"], "test")
+    monkeypatch.undo()
+    assert text == want
+    assert locked == [True] * solutions._PARSE_TRIES

@@ -147,6 +147,20 @@ def _skip_problems(tree, bound_before: set) -> tuple[set, list]:
     return bound, problems
 
 
+def _delivered(source: str, tags, where: str) -> str:
+    """The cell's text in the exercise notebook: a demo that calls the exercises is wrapped
+    (the build parses it, under the parser lock: see ``_python_ast``)."""
+    if "exercise-raises" not in tags:
+        return source
+    for attempt in range(_PARSE_TRIES):
+        try:
+            with _PARSE_LOCK:
+                return wrap_demo(source, where)
+        except SystemError as e:
+            if "recursion depth mismatch" not in str(e) or attempt == _PARSE_TRIES - 1:
+                raise
+
+
 def skippable_cells(nb, name: str = "notebook") -> dict[str, frozenset]:
     """{text, as the student receives it: the names it binds} of the course cells tagged
     ``grader-skip``:
@@ -172,8 +186,7 @@ def skippable_cells(nb, name: str = "notebook") -> dict[str, frozenset]:
             if problems:
                 raise BuildError(f"{where}: a {GRADER_SKIP} cell {problems[0]}")
             skipped.append((i, bound))
-            texts[(wrap_demo(cell.source, where) if "exercise-raises" in tags
-                   else cell.source).strip()] = frozenset(bound)
+            texts[_delivered(cell.source, tags, where).strip()] = frozenset(bound)
             continue
         if tree is None:
             continue
