@@ -155,7 +155,7 @@ def grade_submission(path, solutions: dict, *, sandbox, timeout=DEFAULT_TIMEOUT,
         notes.append((f"The file cannot be graded: {problem}. Every exercise scores zero.",
                       None))
     else:
-        steps, where, answers = plan(nb, sol["table"], sol.get("skip_cells", frozenset()))
+        steps, where, answers = plan(nb, sol["table"], sol.get("skip_cells"))
         skipped = [step.cell for step in steps if step.kind == "skip"]
         if skipped:
             notes.append((f"{'Cells' if len(skipped) > 1 else 'Cell'} "

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from ..exercises import canonical_grade_id, nbgrader_meta
 from .config import CHECK_CALL
+from .solutions import _python_ast, free_names
 
 @dataclass
 class Step:
@@ -62,7 +63,6 @@ def plan(nb, table: list[dict], skip=None):
 def _run_what_students_read(steps, skip: dict) -> None:
     """A skipped demo whose names a later cell reads (a student's cell that uses its result)
     runs after all: skipping it would fail that cell."""
-    from .solutions import _python_ast, free_names
     read: set = set()
     for step in reversed(steps):
         if step.kind == "skip" and skip[step.source.strip()] & read:
