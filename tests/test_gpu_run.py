@@ -179,3 +179,33 @@ def test_a_part_still_running_when_the_budget_ends_is_stopped_and_said(tmp_path,
     assert json.loads((out / "grading.json").read_text())["status"] == "skipped"
     summary = json.loads((out / "bench_gpu.json").read_text())
     assert [p["status"] for p in summary["parts"]] == ["stopped", "skipped"]
+
+
+def test_a_doctor_stopped_at_the_budget_keeps_the_notebooks_that_finished(tmp_path, monkeypatch):
+    # a stand-in doctor: two notebooks end, the third never does
+    fake = tmp_path / "fake-doctor"
+    fake.write_text("#!/bin/sh\n"
+                    "echo 'lrnn doctor (full): the course on this machine'\n"
+                    "echo 'PASS  notebooks     book/00_setup.ipynb: 9.1 s (kernel start included)'\n"
+                    "echo 'WARN  notebooks     book/01_linear_recurrence.ipynb: 30.2 s; a warning'\n"
+                    "echo 'PASS  library       not a notebook: 1.0'\n"
+                    "exec sleep 60\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(fake))
+    (tmp_path / "out").mkdir()
+    ctx = {"out": tmp_path / "out", "dry_run": True, "deadline": __import__("time").time() + 3}
+    status, data, body = bench_gpu.part_notebooks(ctx)
+    assert status == "stopped"
+    assert [line.split()[2] for line in data["finished"]] == \
+        ["book/00_setup.ipynb:", "book/01_linear_recurrence.ipynb:"]
+    assert "2 finished before the stop" in body and "30.2 s" in body
+    assert (tmp_path / "out" / "notebooks" / "doctor.log").exists()
+
+
+def test_the_doctors_result_lines_are_read_by_section():
+    text = ("PASS  grading       solutions/01.ipynb: 15 / 15\n"
+            "FAIL  notebooks     book/02_lru.ipynb: error: boom\n"
+            "PASSING notebooks   not a result line\n")
+    assert bench_gpu.finished_lines(text, "notebooks") == \
+        ["FAIL  notebooks     book/02_lru.ipynb: error: boom"]
+    assert len(bench_gpu.finished_lines(text, "grading")) == 1

@@ -29,9 +29,9 @@ from .. import scan as scan_lib
 from ..layers import ornn
 from ..scan import choose_method, pallas_tuning
 from .. import _io
-from ._common import (compile_and_memory, device_info, on_gpu, output_spec, paper_scan,
-                            pick_device, target_row, time_interleaved, want_pallas_rows,
-                            write_json)
+from ._common import (compile_and_memory, device_info, git_commit, on_gpu, output_spec,
+                      paper_scan, pick_device, target_row, time_interleaved, want_pallas_rows,
+                      write_json)
 
 
 # ----------------------------------------------------------------------------------------
@@ -105,6 +105,7 @@ def run_layer(args):
     out = {
         "benchmark": "layer",
         "command": "python -m lrnn bench " + " ".join(args.argv),
+        "commit": git_commit(),
         "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "device": device_info(device),
         "repeats": args.repeats,
