@@ -45,8 +45,12 @@ def radius_ref(A):
     return np.max(np.abs(np.linalg.eigvals(A)))
 
 
-def ring_ref(u1, u2, r_min, r_max, max_phase):
-    return lrnn.layers.lru.ring_from_uniforms(u1, u2, r_min=r_min, r_max=r_max, max_phase=max_phase)
+def ring_ref(u1, u2, r_min, r_max, max_phase, T):
+    """Lemma 3.2 draws μ = λ^T = e^(−Tν + iTθ); the slowest T-th root divides ν and θ by T."""
+    nu_log, theta_log = lrnn.layers.lru.ring_from_uniforms(u1, u2, r_min=r_min, r_max=r_max,
+                                                           max_phase=max_phase)
+    return (np.asarray(nu_log, np.float64) - np.log(T),
+            np.asarray(theta_log, np.float64) - np.log(T))
 
 
 def cdf_ref(t, r_min, r_max):
@@ -249,11 +253,32 @@ def test_sign_hint():
     assert "wrong sign" in message("1.2", lambda a, b: -np.asarray(scan_ref(a, b)))
 
 
-def test_ring_half_missing_hint():
-    def no_half(u1, u2, r_min, r_max, max_phase):
-        nu = -np.log(u1 * (r_max ** 2 - r_min ** 2) + r_min ** 2)
-        return np.log(nu), np.log(max_phase * u2)
-    assert "the ½ is missing" in message("2.1", no_half)
+def test_ring_hints_name_the_symptom():
+    """Exercise 2.1 (a ring for the T-step map): each typical mistake fails with the symptom
+    it gives Λ^T, also one no hint names (|μ|³ uniform: too many near the outer edge)."""
+    def lemma_for_lambda(u1, u2, r_min, r_max, max_phase, T):
+        return ring_ref(u1, u2, r_min, r_max, max_phase, 1)
+    assert "T times as fast" in message("2.1", lemma_for_lambda)
+
+    def area_on_the_root_ring(u1, u2, r_min, r_max, max_phase, T):
+        nu_log, _ = lrnn.layers.lru.ring_from_uniforms(u1, u2, r_min=r_min ** (1 / T),
+                                                       r_max=r_max ** (1 / T))
+        return nu_log, ring_ref(u1, u2, r_min, r_max, max_phase, T)[1]
+    assert "sit near the inner edge" in message("2.1", area_on_the_root_ring)
+
+    def no_half(u1, u2, r_min, r_max, max_phase, T):
+        nu = -np.log(u1 * (r_max ** 2 - r_min ** 2) + r_min ** 2) / T
+        return np.log(nu), np.log(max_phase * u2 / T)
+    assert "squares of the ones the ring asks for" in message("2.1", no_half)
+
+    def fast_phase(u1, u2, r_min, r_max, max_phase, T):
+        return ring_ref(u1, u2, r_min, r_max, max_phase, T)[0], np.log(max_phase * u2)
+    assert "past max_phase" in message("2.1", fast_phase)
+
+    def cube_uniform(u1, u2, r_min, r_max, max_phase, T):
+        mu = (r_min ** 3 + np.asarray(u1, np.float64) * (r_max ** 3 - r_min ** 3)) ** (1 / 3)
+        return np.log(-np.log(mu) / T), np.log(max_phase * np.asarray(u2, np.float64) / T)
+    assert "near the outer edge of the ring" in message("2.1", cube_uniform)
 
 
 def test_cdf_linear_hint():

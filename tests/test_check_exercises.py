@@ -59,6 +59,23 @@ def xi_closed_form(P, theta, B, gamma, rho):
     return float(np.sqrt((1 - gamma ** 2) / np.sum(w * np.real((1 + lam) / (1 - lam)))))
 
 
+def xi_at_step(P, theta, B, gamma, rho, T):
+    """Exercise 4.1 by brute force: x_T = ξ Σ_j M_j u_{T−j} with M_j = (γA)^j B (dense powers,
+    original basis), so E‖x_T‖² = ξ² Σ_{j,k} ρ^|j−k| Tr[M_j M_kᵀ]."""
+    P, B = np.asarray(P, np.float64), np.asarray(B, np.float64)
+    D = np.zeros((len(P), len(P)))
+    for i, th in enumerate(np.asarray(theta, np.float64)):
+        D[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[np.cos(th), -np.sin(th)], [np.sin(th), np.cos(th)]]
+    step = gamma * P @ D @ P.T
+    M = [B]
+    for _ in range(T - 1):
+        M.append(step @ M[-1])
+    M = np.stack(M)                                                      # (T, n, K)
+    gram = np.einsum("jnk,mnk->jm", M, M)                                # Tr[M_j M_mᵀ]
+    lags = np.abs(np.arange(T)[:, None] - np.arange(T)[None, :])
+    return float(1 / np.sqrt(np.sum(rho ** lags * gram)))
+
+
 def steps_to_fraction(lam, B, q, weights=None):
     """RotRNN App. C.1 eq. 27 over its limit, on a grid of t: the first t where it reaches q.
     ``weights`` replaces the channels' shares of the limit (for the typical mistakes)."""
@@ -227,7 +244,7 @@ def seeds_needed(n_a, alpha):
 
 REFERENCES = {
     "1.3": chunked, "1.5": radius, "3.1": o.skew_expm, "3.2": rotation_recurrence,
-    "3.4": rotgru, "4.1": xi_closed_form, "4.3": steps_to_fraction, "5.1": reflector,
+    "3.4": rotgru, "4.1": xi_at_step, "4.3": steps_to_fraction, "5.1": reflector,
     "5.2": chain_gradient, "5.3": wy_merge, "5.4": ornn_step, "6.1": scan_bytes, "6.2": work_depth,
     "6.3": scan_vjp, "6.4": passes_at_most, "7.1": r_max_for_share, "7.2": states_needed,
     "7.3": matching_state, "7.4": seeds_needed,
@@ -599,14 +616,54 @@ def test_exercise_3_4_broken_step_is_the_checkers():
     assert "keeps lengths" in _hint("3.4", lambda p, h, x: (rotgru_np(p, h, x, "rotate_h"),) * 2)
 
 
-def test_hints_chapter_4():
-    def white(P, theta, B, gamma, rho):
-        return float(np.sqrt((1 - gamma ** 2) / np.sum(np.asarray(B, np.float64) ** 2)))
-    assert "white-noise ξ" in _hint("4.1", white)
+def test_xi_at_step_by_simulation_and_in_the_limit():
+    """Exercise 4.1's task, simulated: with the reference's ξ the head started at x_0 = 0 and fed
+    a stationary AR(1) input has E‖x_T‖² = 1 at step T (within 4 standard errors of 200 000
+    sequences), and for long sequences ξ tends to chapter 4's stationary closed form."""
+    rng = np.random.default_rng(11)
+    P = np.asarray(o.skew_expm(jnp.asarray(rng.standard_normal((4, 4)), jnp.float32)), np.float64)
+    theta, B = np.array([0.3, 2.2]), rng.standard_normal((4, 2))
+    gamma, rho, T, S = 0.9, 0.7, 8, 200_000
+    xi = xi_at_step(P, theta, B, gamma, rho, T)
+    D = np.zeros((4, 4))
+    for i, th in enumerate(theta):
+        D[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[np.cos(th), -np.sin(th)], [np.sin(th), np.cos(th)]]
+    A = gamma * P @ D @ P.T
+    u, x = rng.standard_normal((S, 2)), np.zeros((S, 4))             # u_0 stationary
+    for _ in range(T):
+        u = rho * u + np.sqrt(1 - rho ** 2) * rng.standard_normal((S, 2))
+        x = x @ A.T + xi * u @ B.T
+    sq = np.sum(x ** 2, axis=1)
+    assert abs(sq.mean() - 1) < 4 * sq.std() / np.sqrt(S)
+    assert np.isclose(xi_at_step(P, theta, B, gamma, rho, 400),
+                      xi_closed_form(P, theta, B, gamma, rho), rtol=1e-9)
+    assert not np.isclose(xi, xi_closed_form(P, theta, B, gamma, rho), rtol=1e-2)
 
-    def unrotated(P, theta, B, gamma, rho):
-        return xi_closed_form(np.eye(len(P)), theta, B, gamma, rho)
-    assert "rows of PᵀB" in _hint("4.1", unrotated)
+
+def test_hints_chapter_4():
+    def white(P, theta, B, gamma, rho, T):
+        return float(np.sqrt((1 - gamma ** 2) / np.sum(np.asarray(B, np.float64) ** 2)))
+    assert "RotRNN's white-noise ξ" in _hint("4.1", white)
+
+    def stationary(P, theta, B, gamma, rho, T):
+        return xi_closed_form(P, theta, B, gamma, rho)
+    assert "stationary limit t → ∞, not at step T" in _hint("4.1", stationary)
+
+    def white_at_step(P, theta, B, gamma, rho, T):
+        return xi_at_step(P, theta, B, gamma, 0.0, T)
+    assert "for white noise (ρ = 0)" in _hint("4.1", white_at_step)
+
+    def one_step_late(P, theta, B, gamma, rho, T):
+        return xi_at_step(P, theta, B, gamma, rho, T + 1)
+    assert "at step T + 1" in _hint("4.1", one_step_late)
+
+    def unrotated(P, theta, B, gamma, rho, T):
+        return xi_at_step(np.eye(len(P)), theta, B, gamma, rho, T)
+    assert "the one for P = I" in _hint("4.1", unrotated)
+
+    def not_turning(P, theta, B, gamma, rho, T):
+        return xi_at_step(P, np.zeros_like(theta), B, gamma, rho, T)
+    assert "pairs that do not turn" in _hint("4.1", not_turning)
 
     def weighted(w):
         return lambda lam, B, q: steps_to_fraction(lam, B, q, weights=w)

@@ -16,9 +16,12 @@ SELF_CHECK = '''\
 # my own final check against the library
 rng_me = np.random.default_rng(7)
 u1_me, u2_me = rng_me.uniform(size=6), rng_me.uniform(size=6)
-mine = ring_from_uniforms(u1_me, u2_me, 0.4, 0.9, np.pi)
+mine = ring_from_uniforms(u1_me, u2_me, 0.4, 0.9, np.pi, 1)
 lib = lru.ring_from_uniforms(u1_me, u2_me, r_min=0.4, r_max=0.9, max_phase=np.pi)
-print("ring:", all(np.allclose(m, l, rtol=1e-5, atol=1e-6) for m, l in zip(mine, lib)))
+print("ring, T = 1:", all(np.allclose(m, l, rtol=1e-5, atol=1e-6) for m, l in zip(mine, lib)))
+nu5, theta5 = ring_from_uniforms(u1_me, u2_me, 0.4, 0.9, np.pi, 5)
+print("ring, T = 5:", np.allclose(5 * np.exp(nu5), np.exp(lib[0]), rtol=1e-5),
+      np.allclose(5 * np.exp(theta5), np.exp(lib[1]), rtol=1e-5))
 nu_me, _ = lru.ring_init(jax.random.PRNGKey(5), 20000, 0.3, 0.9)
 modulus_me = np.exp(-np.exp(np.asarray(nu_me, np.float64)))
 print("cdf:", abs(np.mean(-1 / np.log(modulus_me) <= 2.0) - memory_cdf(2.0, 0.3, 0.9)) < 0.02)
@@ -34,23 +37,31 @@ mean_me = np.mean(1 / (1 - radii_me ** 2))
 print("blow-up:", abs(mean_me / forward_blowup_radial(0.5, 0.9) - 1) < 0.01)'''
 
 RING_1 = '''\
-def ring_from_uniforms(u1, u2, r_min, r_max, max_phase):
-    """(log ν, log θ) of LRU Lemma 3.2 for uniforms u1, u2 of the same shape."""
+def ring_from_uniforms(u1, u2, r_min, r_max, max_phase, T):
+    """λ with λ**T uniform in area on the ring, phases of λ**T in [0, max_phase]."""
     u1, u2 = np.asarray(u1, dtype=np.float64), np.asarray(u2, dtype=np.float64)
-    radius = np.sqrt(r_min ** 2 + u1 * (r_max ** 2 - r_min ** 2))   # uniform in area
+    radius_T = np.sqrt(r_min ** 2 + u1 * (r_max ** 2 - r_min ** 2))   # |λ^T|, uniform in area
+    radius = radius_T ** (1.0 / T)
     nu = -np.log(radius)
-    theta = u2 * max_phase
+    theta = u2 * max_phase / T                        # the slowest of the T roots
     return np.log(nu), np.log(theta)'''
 
 RING_2 = {"helpers": ['''\
+import math
+
+
 def inverse_area(u, r_lo, r_hi):
     """The radius whose disc holds r_lo² plus the fraction u of the ring's area (/π)."""
-    return np.sqrt(u * r_hi ** 2 + (1 - u) * r_lo ** 2)'''], "answer": '''\
-def ring_from_uniforms(u1, u2, r_min, r_max, max_phase):
+    return math.sqrt(u * r_hi ** 2 + (1 - u) * r_lo ** 2)'''], "answer": '''\
+def ring_from_uniforms(u1, u2, r_min, r_max, max_phase, T):
     u1 = np.asarray(u1, dtype=np.float64)
     u2 = np.asarray(u2, dtype=np.float64)
-    nu_log = np.log(-np.log(inverse_area(u1, r_min, r_max)))
-    theta_log = np.log(max_phase) + np.log(u2)
+    nu_log = np.empty(u1.shape)
+    theta_log = np.empty(u2.shape)
+    for idx in np.ndindex(u1.shape):
+        mu = inverse_area(float(u1[idx]), r_min, r_max)     # |μ| of μ = λ^T
+        nu_log[idx] = math.log(-math.log(mu) / T)           # |λ| = |μ|^(1/T) = e^(−ν)
+        theta_log[idx] = math.log(max_phase) + math.log(u2[idx]) - math.log(T)
     return nu_log, theta_log'''}
 
 CDF_1 = '''\

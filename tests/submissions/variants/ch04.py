@@ -12,8 +12,11 @@ SELF_CHECK = '''\
 rng_me = np.random.default_rng(9)
 P_me = np.asarray(lrnn.orthogonal.skew_expm(rng_me.standard_normal((4, 4))), np.float64)
 B_me = rng_me.standard_normal((4, 3))
-print("xi at rho = 0:", np.isclose(xi_correlated(P_me, np.array([0.2, 1.0]), B_me, 0.9, 0.0),
-                                    np.sqrt((1 - 0.81) / np.sum(B_me ** 2))))
+th_me = np.array([0.2, 1.0])
+print("xi at T = 1:", np.isclose(xi_correlated(P_me, th_me, B_me, 0.9, 0.5, 1),
+                                 1 / np.sqrt(np.sum(B_me ** 2))))
+print("xi at rho = 0, long:", np.isclose(xi_correlated(P_me, th_me, B_me, 0.9, 0.0, 400),
+                                          np.sqrt((1 - 0.81) / np.sum(B_me ** 2))))
 lam_me = np.array([0.5, 0.9j], np.complex64)
 B2_me = np.ones((2, 2), np.complex64)
 print("t to 90 %:", steps_to_fraction(lam_me, B2_me, 0.9), steps_to_fraction(lam_me[1:], B2_me[1:], 0.9))
@@ -27,26 +30,33 @@ m_me, se_me = mc_expected_sq_norm(jax.random.PRNGKey(0), np.eye(4), np.zeros((4,
 print("no input: the norm shrinks by gamma^2:", np.allclose(m_me, [1, 0.25, 0.0625]))'''
 
 XI_1 = '''\
-def xi_correlated(P, theta, B, gamma, rho):
+def xi_correlated(P, theta, B, gamma, rho, T):
     P, B = np.asarray(P, np.float64), np.asarray(B, np.float64)
     beta = P.T @ B                                   # B in the rotated basis
     total = 0.0
     for i, th in enumerate(np.asarray(theta, np.float64)):    # one rotation pair at a time
         weight = np.sum(beta[2 * i:2 * i + 2] ** 2)
-        z = rho * gamma * np.exp(1j * th)
-        total += weight * ((1 + z) / (1 - z)).real
-    # E‖x‖² = ξ² total / (1 − γ²) = 1
-    return float(np.sqrt((1 - gamma ** 2) / total))'''
+        lam = gamma * np.exp(1j * th)
+        # z_t = lam z_{t-1} + u_t with a unit AR(1) input: e = E|z|^2, m = E[z_t u_t]
+        e, m = 0.0, 0.0
+        for t in range(T):
+            e = gamma ** 2 * e + 2 * (lam * rho * m).real + 1
+            m = lam * rho * m + 1
+        total += weight * e
+    # E‖x_T‖² = ξ² total = 1
+    return float(1 / np.sqrt(total))'''
 
-XI_2 = '''\
-def xi_correlated(P, theta, B, gamma, rho):
-    """Re((1 + c e^{iθ})/(1 − c e^{iθ})) = (1 − c²)/(1 − 2c cos θ + c²), c = ργ."""
+XI_2 = {"helpers": ['''\
+from scipy.linalg import toeplitz'''], "answer": '''\
+def xi_correlated(P, theta, B, gamma, rho, T):
+    """E‖x_T‖² = ξ² Σ_i ‖β_i‖² Re(vᴴ R v), v_j = (γ e^{iθ_i})^j, R_jk = ρ^|j−k| (j, k < T)."""
     P, B = np.asarray(P, np.float64), np.asarray(B, np.float64)
     rotated = P.T @ B
     w = (rotated[0::2] ** 2).sum(axis=1) + (rotated[1::2] ** 2).sum(axis=1)
-    c = rho * gamma
-    g = (1 - c ** 2) / (1 - 2 * c * np.cos(np.asarray(theta, np.float64)) + c ** 2)
-    return float(np.sqrt((1 - gamma ** 2) / (w @ g)))'''
+    R = toeplitz(rho ** np.arange(T))
+    powers = (gamma * np.exp(1j * np.asarray(theta, np.float64))[:, None]) ** np.arange(T)
+    quad = np.einsum("ij,jk,ik->i", powers.conj(), R, powers).real
+    return float(1 / np.sqrt(w @ quad))'''}
 
 MC_1 = '''\
 def mc_expected_sq_norm(key, A, B, gamma, alpha, x1, T, n_samples):

@@ -33,38 +33,120 @@ def random_params(rng, h, n, r_min=0.4, r_max=0.95, max_phase=2 * np.pi):
     return {k: v.astype(np.float32) for k, v in p.items()}
 
 
-@exercise("2.1", points=3, title="ring initialisation (LRU Lemma 3.2)",
-          reference="LRU Lemma 3.2 (the ring sampler) and §3.3 (the layer learns log ν, log θ); "
-                    "chapter 2, eq. (2.2)",
-          stronger_hint="the ring's area inside radius r grows like r², so draw |λ|² (not |λ|) "
-                        "uniformly: |λ|² = r_min² + u1 (r_max² − r_min²). With |λ| = e^(−ν), solve "
-                        "for ν; the phase is θ = max_phase · u2. The layer stores logarithms: "
-                        "return (log ν, log θ).")
+def _t_step_radius(u, r_min, r_max, T, iterations=200):
+    """|λ| such that the share ``u`` of the ring r_min <= |μ| <= r_max (its area) lies inside
+    |μ| = |λ|^T: the inverse of F(r) = (r^(2T) − r_min²)/(r_max² − r_min²), found by bisection
+    on [r_min^(1/T), r_max^(1/T)] in float64 (a numerical inverse CDF, not the closed form)."""
+    u = np.asarray(u, np.float64)
+    lo = np.full(u.shape, r_min ** (1.0 / T))
+    hi = np.full(u.shape, r_max ** (1.0 / T))
+    if r_max == r_min:
+        return hi
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        share = (mid ** (2 * T) - r_min ** 2) / (r_max ** 2 - r_min ** 2)
+        lo, hi = np.where(share < u, mid, lo), np.where(share < u, hi, mid)
+    return 0.5 * (lo + hi)
+
+
+def _t_step_moduli(nu_log, T):
+    """|λ|^T = e^(−T ν) for the received log ν (the moduli of the T-step map Λ^T)."""
+    with np.errstate(all="ignore"):
+        return np.exp(-T * np.exp(np.real(np.asarray(nu_log, np.float64))))
+
+
+@exercise("2.1", points=3, title="a ring for the T-step map (LRU Lemma 3.2)",
+          reference="LRU Lemma 3.2 (the ring sampler), applied to the T-step map Λ^T, and §3.3 "
+                    "(the layer learns log ν, log θ); chapter 2, eqs. (2.2)–(2.3)",
+          stronger_hint="Λ^T is diagonal with entries μ = λ^T = e^(−Tν + iTθ). Lemma 3.2 for μ: "
+                        "|μ|² = e^(−2Tν) must be uniform on [r_min², r_max²] (the area argument "
+                        "holds for μ, not for λ), and arg μ = Tθ uniform on [0, max_phase]. Map "
+                        "u1 onto that interval, solve for ν, and take the slowest root, θ ≤ "
+                        "max_phase/T. Return (log ν, log θ).")
 def _(fn, rng):
-    from lrnn.layers import lru
-    for n, r_min, r_max, max_phase in [(5, 0.4, 0.9, 2 * np.pi), (1, 0.0, 1.0, np.pi),
-                                       (4, 0.9, 0.999, np.pi / 10), (3, 0.5, 0.5, 2 * np.pi)]:
+    """Long because each typical mistake gets its own hint, computed from the same uniforms:
+    the hints only make sense beside the shapes and rings they are computed for."""
+    for n, r_min, r_max, max_phase, T in [(3, 0.4, 0.9, 2 * np.pi, 1), (5, 0.4, 0.9, 2 * np.pi, 4),
+                                          (1, 0.0, 1.0, np.pi, 2), (4, 0.9, 0.999, np.pi / 10, 16),
+                                          (3, 0.5, 0.5, 2 * np.pi, 3),
+                                          (200, 0.2, 0.95, np.pi / 2, 50)]:
         u1 = rng.uniform(0.01, 0.99, n).astype(np.float32)
         u2 = rng.uniform(0.01, 0.99, n).astype(np.float32)
-        inputs = {"u1": u1, "u2": u2, "r_min": r_min, "r_max": r_max, "max_phase": max_phase}
+        inputs = {"u1": u1, "u2": u2, "r_min": r_min, "r_max": r_max, "max_phase": max_phase,
+                  "T": T}
         got = _pair(call(fn, inputs), inputs, "nu_log, theta_log")
-        want_nu, want_theta = (np.asarray(v, np.float64) for v in lru.ring_from_uniforms(
-            u1, u2, r_min=r_min, r_max=r_max, max_phase=max_phase))
-        u1d = u1.astype(np.float64)
-        no_half = np.log(-np.log(u1d * (r_max ** 2 - r_min ** 2) + r_min ** 2))
-        not_squared = np.log(-0.5 * np.log(u1d * (r_max - r_min) + r_min))
-        expect_close(got[0], want_nu, inputs=inputs, what="nu_log (first item)", hints=[
-            alternative(np.exp(want_nu), "return log ν, not ν: the layer learns ν_log."),
-            alternative(no_half, "ν = −½ log(…): the ½ is missing (|λ| = e^{−ν} is the square "
-                                 "root of a uniform number on [r_min², r_max²])."),
-            alternative(not_squared, "sample |λ|² uniformly on [r_min², r_max²], not |λ| on "
-                                     "[r_min, r_max]: square the radii."),
-        ])
-        expect_close(got[1], want_theta, inputs=inputs, what="theta_log (second item)", hints=[
-            alternative(np.exp(want_theta), "return log θ, not θ."),
-            alternative(np.log(2 * np.pi * u2.astype(np.float64)),
-                        "the phase is θ = max_phase · u2, not 2π · u2."),
-        ])
+        u1d, u2d = u1.astype(np.float64), u2.astype(np.float64)
+        want_nu = np.log(-np.log(_t_step_radius(u1d, r_min, r_max, T)))
+        want_theta = np.log(max_phase * u2d / T)      # arg μ = Tθ, the slowest of the T roots
+
+        def nu_log_of(mu_sq, power=T):
+            """log ν for |λ|^power² = mu_sq (the moduli a typical mistake gives)."""
+            with np.errstate(all="ignore"):
+                return np.log(-np.log(mu_sq) / (2 * power))
+        area_sq = u1d * (r_max ** 2 - r_min ** 2) + r_min ** 2
+        lo_root, hi_root = r_min ** (2 / T), r_max ** (2 / T)
+        ring = (r_min, r_max)
+        nu_hints = [
+            alternative(np.exp(want_nu), "the first item looks like ν itself: the layer "
+                                         "learns ν_log = log ν."),
+            alternative(nu_log_of((1 - u1d) * (r_max ** 2 - r_min ** 2) + r_min ** 2),
+                        "your map runs the wrong way: u1 = 0 must give the inner edge of the "
+                        "ring (|λ|^T = r_min) and u1 = 1 the outer edge."),
+        ]
+        if T > 1:
+            nu_hints += [
+                alternative(nu_log_of(area_sq, 1),
+                            "your λ are themselves uniform on the ring [r_min, r_max]: their "
+                            "T-step map Λ^T then decays T times as fast and its moduli |λ|^T fall "
+                            "inside the ring."),
+                alternative(nu_log_of((u1d * (hi_root - lo_root) + lo_root) ** T),
+                            "Λ^T lands on the ring, but too many of its eigenvalues sit near the "
+                            "inner edge: your λ are uniform in area on the ring of their own "
+                            "radii, r^(1/T), and their T-th powers are not."),
+                alternative(nu_log_of(area_sq, 1.0 / T),
+                            "your λ decay faster than the ring allows: their T-step map Λ^T "
+                            "lies far inside the ring."),
+            ]
+        if r_max > r_min:
+            nu_hints += [
+                alternative(nu_log_of((r_min + u1d * (r_max - r_min)) ** 2),
+                            "Λ^T lands on the ring, but its moduli are spread evenly in radius: "
+                            "too many eigenvalues near the inner edge, where the ring has less "
+                            "area."),
+                alternative(nu_log_of(area_sq ** 2),
+                            "Λ^T falls inside the ring: its moduli |λ|^T are the squares of the "
+                            "ones the ring asks for."),
+            ]
+        nu_hints += [
+            when(lambda r, e: np.any(np.abs(_t_step_moduli(r, T) - np.clip(
+                _t_step_moduli(r, T), *ring)) > 1e-4),
+                 "some moduli |λ|^T of the T-step map fall outside the ring [r_min, r_max]."),
+            when(lambda r, e: np.mean(_t_step_moduli(r, T) ** 2) < np.mean(
+                _t_step_moduli(e, T) ** 2),
+                 "too many eigenvalues of the T-step map Λ^T near the inner edge of the ring, "
+                 "too few near the outer edge."),
+            when(lambda r, e: np.mean(_t_step_moduli(r, T) ** 2) > np.mean(
+                _t_step_moduli(e, T) ** 2),
+                 "too many eigenvalues of the T-step map Λ^T near the outer edge of the ring, "
+                 "too few near the inner edge."),
+        ]
+        expect_close(got[0], want_nu, inputs=inputs, what="nu_log (first item)", hints=nu_hints)
+        theta_hints = [
+            alternative(np.exp(want_theta), "the second item looks like θ itself: return "
+                                            "log θ."),
+            alternative(np.log(max_phase * (1 - u2d) / T), "your phases run the wrong way: "
+                                                           "u2 = 0 must give θ = 0."),
+        ]
+        if T > 1:
+            theta_hints.append(alternative(np.log(max_phase * u2d),
+                                           "Λ^T turns by Tθ: with these phases its eigenvalues "
+                                           "spread over [0, T·max_phase], past max_phase."))
+        if not np.isclose(max_phase, 2 * np.pi):
+            theta_hints.append(alternative(np.log(2 * np.pi * u2d / T),
+                                           "the phases of Λ^T spread over [0, 2π], whatever "
+                                           "max_phase."))
+        expect_close(got[1], want_theta, inputs=inputs, what="theta_log (second item)",
+                     hints=theta_hints)
 
 
 def _memory(r):

@@ -1,6 +1,6 @@
 """Checks for Exercises 4 · Normalisation (solutions/04_normalisation.ipynb): RotRNN §3.1
-(ξ redone for correlated inputs, Theorem 1 by Monte Carlo, first-state scaling) and how long the
-LRU's expected norm takes to reach its limit (RotRNN App. C.1)."""
+(ξ redone for correlated inputs at a finite step, Theorem 1 by Monte Carlo, first-state
+scaling) and how long the LRU's expected norm takes to reach its limit (RotRNN App. C.1)."""
 from __future__ import annotations
 
 import math
@@ -32,50 +32,87 @@ def stationary_xi(P, theta, B, gamma, rho):
     return 1.0 / np.sqrt(np.trace(Sigma[:n, :n]))
 
 
-def _drift(rho, gamma, theta):
-    lam = rho * gamma * np.exp(1j * np.asarray(theta, np.float64))
-    return np.real((1 + lam) / (1 - lam))
+def _sq_norm_at_step(P, theta, B, gamma, rho, T):
+    """E‖x_T‖² for x_t = γ P D(θ) Pᵀ x_{t−1} + B u_t (ξ = 1) from x_0 = 0, under the stationary
+    AR(1) input u_t = ρ u_{t−1} + √(1−ρ²) ε_t (u_0 ~ N(0, I)): the exact covariance of the joint
+    linear system (x_t, u_t), propagated one step at a time in float64 (dense A, original
+    basis)."""
+    P, B = np.asarray(P, np.float64), np.asarray(B, np.float64)
+    n, K = B.shape
+    A = P @ _block_rotation(theta) @ P.T
+    F = np.block([[gamma * A, rho * B], [np.zeros((K, n)), rho * np.eye(K)]])
+    G = np.sqrt(1 - rho ** 2) * np.vstack([B, np.eye(K)])
+    Sigma = np.zeros((n + K, n + K))
+    Sigma[n:, n:] = np.eye(K)                                   # x_0 = 0, u_0 stationary
+    for _ in range(T):
+        Sigma = F @ Sigma @ F.T + G @ G.T
+    return float(np.trace(Sigma[:n, :n]))
 
 
-@exercise("4.1", points=3, title="ξ for correlated inputs (RotRNN §3.1 for AR(1))",
-          reference="RotRNN §3.1 (ξ from Tr[BᵀB] = 1 − γ²) and chapter 4, §6 (the drift factor "
-                    "g(ρ, γ, θ) of each rotation pair, weighted by the rows of PᵀB)",
-          stronger_hint="rotate B into the rotation basis, β = PᵀB, and group its rows in pairs "
-                        "(one pair per 2×2 block). For AR(1) inputs of correlation ρ, pair i holds "
-                        "the stationary energy ‖β_i‖² g_i/(1 − γ²) with g_i = Re[(1 + "
-                        "ργe^(iθ_i))/(1 − ργe^(iθ_i))]. Choose ξ so that ξ² Σ_i ‖β_i‖² g_i/(1 − "
-                        "γ²) = 1.")
+def _pair_sums(gamma, rho, theta, T):
+    """Σ_{j,k<T} γ^(j+k) ρ^|j−k| cos((j−k)θ_i) of every rotation pair, from the covariance
+    recursion of one pair driven by one unit input (for the hints)."""
+    return np.array([_sq_norm_at_step(np.eye(2), [th], np.array([[1.0], [0.0]]), gamma, rho, T)
+                     for th in np.asarray(theta, np.float64)])
+
+
+@exercise("4.1", points=3, title="ξ at step T for correlated inputs (RotRNN §3.1)",
+          reference="RotRNN §3.1 and eq. 5 (the unrolled state, α = 1); chapter 4, §6 (the "
+                    "double series of each rotation pair, weighted by the rows of PᵀB), kept to "
+                    "the T inputs a state has seen",
+          stronger_hint="from x_0 = 0, x_T = ξ Σ_{k=1..T} (γA)^(T−k) B u_k, so E‖x_T‖² = ξ² E_T "
+                        "with E_T the norm at ξ = 1. In the rotated basis pair i contributes "
+                        "‖β_i‖² Σ_{j,k=0..T−1} γ^(j+k) ρ^|j−k| cos((j−k)θ_i), β_i its two rows "
+                        "of PᵀB: the chapter's series with j and k stopped at T − 1. Then ξ = "
+                        "1/√E_T.")
 def _(fn, rng):
-    for n, K, rho in [(2, 1, 0.0), (2, 1, 0.6), (4, 3, -0.7), (6, 2, 0.9), (4, 2, 0.3)]:
+    # γ^(2T) between about 0.5 and 0.001: the state is neither fresh nor stationary at step T
+    for n, K, rho, T, g_lo, g_hi in [(2, 1, 0.6, 1, 0.5, 0.99), (2, 1, 0.0, 3, 0.5, 0.9),
+                                     (4, 3, -0.7, 12, 0.75, 0.97), (6, 2, 0.9, 60, 0.95, 0.99),
+                                     (4, 2, 0.3, 150, 0.98, 0.997), (4, 1, 0.5, 25, 0.9, 0.98)]:
         M = rng.standard_normal((n, n))
         P = _expm(M - M.T).astype(np.float32)
         theta = rng.uniform(0, np.pi, n // 2).astype(np.float32)
         B = randn(rng, n, K)
-        gamma = float(np.round(rng.uniform(0.5, 0.99), 4))
-        inputs = {"P": P, "theta": theta, "B": B, "gamma": gamma, "rho": rho}
+        gamma = float(np.round(rng.uniform(g_lo, g_hi), 4))
+        inputs = {"P": P, "theta": theta, "B": B, "gamma": gamma, "rho": rho, "T": T}
         got = call(fn, inputs)
-        want = stationary_xi(P, theta, B, gamma, rho)
-        P64, B64, th = P.astype(np.float64), B.astype(np.float64), theta.astype(np.float64)
-        frob = np.sum(B64 ** 2)
-        w_rot = np.sum((P64.T @ B64).reshape(-1, 2, K) ** 2, axis=(1, 2)) / frob
-        w_raw = np.sum(B64.reshape(-1, 2, K) ** 2, axis=(1, 2)) / frob
-        g = _drift(rho, gamma, th)
+        args = (P, theta, B, gamma)
+        want = 1 / np.sqrt(_sq_norm_at_step(*args, rho, T))
+
+        def xi_for(P_=P, theta_=theta, rho_=rho, T_=T):
+            return 1 / np.sqrt(_sq_norm_at_step(P_, theta_, B, gamma, rho_, T_))
+        frob = float(np.sum(B.astype(np.float64) ** 2))
         white = np.sqrt((1 - gamma ** 2) / frob)
-        hints = [
-            alternative(white * np.sqrt(np.sum(w_rot * g)), "the drift factor divides: "
-                        "E‖x_∞‖² = ξ² ‖B‖² Σ w_i g_i / (1 − γ²) must be 1."),
-            alternative(white / np.sqrt(np.mean(g)), "weight the drift factor of pair i by "
-                        "w_i = ‖(PᵀB)_pair i‖² / ‖B‖_F², the share of the input that reaches "
-                        "it; not a plain mean over the pairs."),
-            alternative(white / np.sqrt(np.sum(w_raw * g)), "the weights come from the rows of "
-                        "PᵀB (the rotated basis, where the pairs are the 2×2 blocks of D(θ)), "
-                        "not from the rows of B."),
-            alternative(white ** 2 / np.sum(w_rot * g), "ξ is a square root."),
-        ]
+        hints = [alternative(lambda: stationary_xi(*args, rho),
+                             "with your ξ the norm is 1 in the stationary limit t → ∞, not at "
+                             "step T: a state that has seen T inputs is not there yet."),
+                 alternative(white, "that is RotRNN's white-noise ξ: with it E‖x_t‖² reaches 1 "
+                                    "only for uncorrelated inputs and only as t → ∞.")]
         if rho != 0:
-            hints.insert(0, alternative(white, "that is the white-noise ξ of RotRNN §3.1: with "
-                                        "correlated inputs the cross term survives; divide "
-                                        "also by the weighted drift Σ w_i g(ρ, γ, θ_i)."))
+            hints.insert(1, alternative(lambda: xi_for(rho_=0.0),
+                                        "your ξ gives E‖x_T‖² = 1 for white noise (ρ = 0): with "
+                                        "correlated inputs the products of inputs from "
+                                        "different steps do not average out."))
+        if T > 1:
+            hints.append(alternative(lambda: xi_for(T_=T - 1),
+                                     "your ξ makes the norm 1 at step T − 1, one input too "
+                                     "few: x_1 already holds u_1."))
+        hints += [
+            alternative(lambda: xi_for(T_=T + 1),
+                        "your ξ makes the norm 1 at step T + 1, one input too many: x_1 "
+                        "already holds u_1 (x_0 = 0)."),
+            alternative(lambda: xi_for(theta_=np.zeros_like(theta)),
+                        "your ξ is right only for pairs that do not turn (θ = 0): the inputs "
+                        "of different steps reach a turning pair at different angles."),
+            alternative(lambda: xi_for(P_=np.eye(n)),
+                        "your ξ is the one for P = I: it weighs the pairs by the rows of B, as "
+                        "if B were already in the basis of the 2×2 blocks of D(θ)."),
+            alternative(lambda: 1 / np.sqrt(frob * np.mean(_pair_sums(gamma, rho, theta, T))),
+                        "your ξ would be right if every pair received the same share of "
+                        "‖B‖_F²; the pairs weigh differently here."),
+            alternative(want ** 2, "your number is ξ², not ξ."),
+        ]
         expect_close(got, np.float64(want), inputs=inputs, rtol=2e-4, atol=1e-7, what="ξ",
                      hints=hints)
 
