@@ -448,3 +448,48 @@ def test_experiments_resume_a_run_split_over_sessions(tmp_path):
     assert resumed["resumed"] and not straight["resumed"]
     for key in ("curves", "config", "command", "final", "best"):
         assert resumed[key] == straight[key], key
+
+
+def test_regression_targets_that_would_broadcast_are_refused():
+    # (B, 1) targets against (B,) predictions would make a (B, B) error matrix: the mean of
+    # every prediction against every target, a loss whose minimum is the batch mean
+    import numpy as np
+    from lrnn.training import data as data_lib, train as train_lib
+
+    def batch(n, rng):
+        x = rng.normal(size=(n, 8, 1)).astype(np.float32)
+        return x, x[:, -1, :]                       # shape (n, 1): one too many axes
+
+    task = data_lib.Task("last", "regression", 8, 1, None, 1, "mse", 1.0,
+                         batch(16, np.random.default_rng(0)),
+                         lambda step, bs, seed: batch(bs, np.random.default_rng([seed, step])))
+    cfg = train_lib.TrainConfig(task="adding", seq_len=8, depth=1, d_model=4, d_state=4,
+                                batch_size=4, steps=2, eval_every=1)
+    with pytest.raises(ValueError, match=r"`y`: got .*\(4, 1\).*expected regression targets "
+                                         r"of shape \(4,\)"):
+        train_lib.train(cfg, task=task, progress=False)
+    assert train_lib.loss_and_metric(jnp.ones((4, 1)), jnp.ones(4), "regression")[0] == 0.0
+
+
+@pytest.mark.slow
+def test_runs_that_differ_only_in_initial_values_share_one_compilation():
+    from lrnn import layers
+    used = set()
+    for name in layers.names():
+        spec = layers.get(name)
+        assert not set(train.INIT_VALUE_FIELDS) & (set(spec.apply_options.values())
+                                                   | set(getattr(spec, "step_options", {}).values())), name
+        used |= set(spec.init_options.values())
+    assert set(train.INIT_VALUE_FIELDS) <= used      # each one sets some layer's initial values
+    base = train.TrainConfig(task="adding", seq_len=16, layer="lstm", depth=1, d_model=4,
+                             d_state=4, batch_size=4, steps=3, eval_every=3, n_test=8)
+    train._FNS_CACHE.clear()
+    alone = train.train(dataclasses.replace(base, forget_bias=5.0), progress=False)
+    train._FNS_CACHE.clear()
+    train.train(base, progress=False)
+    compiled = len(train._FNS_CACHE)
+    shared = train.train(dataclasses.replace(base, forget_bias=5.0), progress=False)
+    assert len(train._FNS_CACHE) == compiled == 1
+    assert shared["history"] == alone["history"]
+    assert not np.allclose(shared["history"]["test_loss"],
+                           train.train(base, progress=False)["history"]["test_loss"])

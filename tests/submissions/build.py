@@ -305,7 +305,7 @@ PARAMETER = {
     5: ("n_h, steps = 64, 60", "n_h, steps = 64, 40"),
     6: ("for L in (1000, 4096, 65536):", "for L in (1000, 4096, 16384):"),
     7: ('pick("training steps", cpu=300, gpu=1500)', 'pick("training steps", cpu=100, gpu=500)'),
-    8: ('pick("training steps", cpu=100, gpu=300)', 'pick("training steps", cpu=60, gpu=300)'),
+    8: ('pick("training steps", cpu=50, gpu=300)', 'pick("training steps", cpu=30, gpu=300)'),
 }
 
 

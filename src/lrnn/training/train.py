@@ -247,6 +247,13 @@ def loss_and_metric(out, y, kind: str, score_last: int | None = None):
     """Mean loss and metric of a batch. ``regression``: MSE (metric MSE); ``classification``:
     cross-entropy (metric accuracy); ``sequence``: cross-entropy over every step (metric:
     accuracy on the last ``score_last`` steps)."""
+    want = out.shape[:-1]
+    if kind == "regression" and (jnp.shape(y) != want or out.shape[-1] != 1):
+        # (B, 1) targets against (B,) predictions would broadcast to a (B, B) error matrix
+        fail("y", y, f"regression targets of shape {want}, one per sequence, for model outputs "
+                     f"of shape {out.shape} (d_output 1)")
+    if kind != "regression" and jnp.shape(y) != want:
+        fail("y", y, f"integer labels of shape {want} for model outputs of shape {out.shape}")
     if kind == "regression":
         err = jnp.mean((out[..., 0] - y) ** 2)
         return err, err
@@ -258,6 +265,10 @@ def loss_and_metric(out, y, kind: str, score_last: int | None = None):
 
 
 _FNS_CACHE: dict = {}
+
+#: ModelConfig fields that only set the initial parameters' values, never their shapes or the
+#: forward pass (each layer's ``init_options``; see :func:`lrnn.model.applies_to`).
+INIT_VALUE_FIELDS = ("r_min", "r_max", "max_phase", "gamma_min", "gamma_max", "forget_bias")
 
 
 def _make_fns(mcfg, task, tx, cache_key=None):
@@ -586,9 +597,13 @@ def _train(cfg, *, task, progress, callback, stop_after):
     tx = make_optimizer(cfg, model_lib.recurrent_mask(params, mcfg))
     start, (params, state, opt_state), history, pending = _resume(cfg, params, state, tx)
     config_dict = cfg.to_dict()
-    key = (mcfg, task.kind, task.score_last, cfg.lr, cfg.lr_factor, cfg.weight_decay,
+    # Fields that only set initial values (not shapes) do not change the compiled step: runs
+    # that differ only there (a forget bias, a ring) share one compilation.
+    computed = dataclasses.replace(mcfg, **{f: getattr(model_lib.ModelConfig, f)
+                                            for f in INIT_VALUE_FIELDS})
+    key = (computed, task.kind, task.score_last, cfg.lr, cfg.lr_factor, cfg.weight_decay,
            cfg.warmup_frac, cfg.steps, cfg.clip)
-    train_step, eval_batch = _make_fns(mcfg, task, tx, key)
+    train_step, eval_batch = _make_fns(computed, task, tx, key)
     sched = schedule(cfg.lr, cfg.steps, cfg.warmup_frac)
     dropout_key = jax.random.PRNGKey(cfg.seed + 1)
     end = cfg.steps if stop_after is None else min(cfg.steps, stop_after)
