@@ -1153,13 +1153,13 @@ def _drift_by_series(rho, gamma, theta, terms=400):
     return float(np.real((1 - gamma ** 2) * powers @ corr @ np.conj(powers)))
 
 
-def _fixed_directions(n, m, seed=0):
+def _real_eigenvalues(n, m, seed=0):
     rng = np.random.default_rng(seed)
     W = np.eye(n)
     for _ in range(m):
         u = rng.standard_normal(n)
         W = W @ (np.eye(n) - 2 * np.outer(u, u) / (u @ u))
-    return int(np.sum(np.abs(np.linalg.eigvals(W) - 1) < 1e-8))
+    return int(np.sum(np.abs(np.linalg.eigvals(W).imag) < 1e-8))
 
 
 def _eight_of_nine_by_luck():
@@ -1184,7 +1184,7 @@ PREDICTIONS = {
     "2.8": lambda: _ring_share_remembering(0.5, 0.999, 100),
     "3.6": lambda: _first_backwards(0.95, 0.3),
     "4.6": lambda: _drift_by_series(0.8, 0.9, np.pi / 2, terms=3),
-    "5.6": lambda: _fixed_directions(8, 3),
+    "5.6": lambda: _real_eigenvalues(8, 3),
     "6.6": lambda: 2.94e12 * 0.53e-6 / (4 * 256 * 16),
     "7.6": _eight_of_nine_by_luck,
     "8.10": lambda: _carry_bytes(4, 128, 256, 16),
@@ -1218,7 +1218,11 @@ def test_prediction_hints_name_the_mistake():
     assert "|λ|², not |λ|" in lc.result_of("2.8", (0.999 - np.exp(-0.01)) / 0.499).message
     assert "does not rotate" in lc.result_of("4.6", _drift_by_series(0.8, 0.9, 0.0, terms=3)).message
     assert "stationary drift factor" in lc.result_of("4.6", 0.3172).message
-    assert "one reflection" in lc.result_of("5.6", 7).message
+    said = {k: " ".join(lc.result_of("5.6", k).message.split()) for k in (3, 5, 7, 8)}
+    assert "those are the eigenvalues equal to 1" in said[5]
+    assert "has no real eigenvalue" in said[8]
+    assert "orthogonal to all three is left alone" in said[3]
+    assert "a count of −1's that it allows" in said[7]
     assert "not independent" in lc.result_of("7.6", 10 * 0.5 ** 9).message
     assert "clean sweep alone" in lc.result_of("7.6", 1 / 20).message
     assert "8 bytes" in lc.result_of("8.10", 32768).message

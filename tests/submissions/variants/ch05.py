@@ -165,6 +165,6 @@ VARIANTS = {
     "ex5.2-solution": [GRADIENT_1, GRADIENT_2],
     "ex5.3-solution": [MERGE_1, MERGE_2],
     "ex5.4-solution": [STEP_1, STEP_2],
-    "ex5.6-solution": ['fixed_directions = 8 - 3',
-                       'fixed_directions = 5.0'],
+    "ex5.6-solution": ['real_eigenvalues = (8 - 3) + 3 % 2',
+                       'real_eigenvalues = 6.0'],
 }

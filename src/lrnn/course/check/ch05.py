@@ -287,19 +287,27 @@ FIXED_N, FIXED_M = 8, 3
 
 
 @exercise("5.6", points=1, kind="value",
-          title="predict: how many directions a product of reflections leaves alone",
-          reference="oRNN eqs. 6–8 (H(u) = I − 2uuᵀ/‖u‖²); chapter 5, §5.1",
-          stronger_hint="A reflection H(u) fixes exactly the vectors orthogonal to u, a "
-                        "hyperplane. A vector orthogonal to all of u_1, …, u_m is fixed by "
-                        "each factor, hence by the product; inside the span of the u's a "
-                        "product of reflections with random vectors fixes nothing. Count the "
-                        "dimensions that are left.")
+          title="predict: how many eigenvalues of a product of reflections are real",
+          reference="oRNN eqs. 6–8 (H(u) = I − 2uuᵀ/‖u‖², det W = (−1)^m); chapter 5, §5.1",
+          stronger_hint="Split R⁸ into the span of u_1, u_2, u_3 and its orthogonal complement: "
+                        "the product maps each to itself. On the complement every factor is the "
+                        "identity. On the span it is a 3 × 3 orthogonal map with determinant "
+                        "(−1)³; its eigenvalues have modulus 1, the non-real ones come in "
+                        "conjugate pairs, and their product is the determinant. With random u's "
+                        "it turns a plane by an angle that is neither 0 nor π.")
 def _(value, rng):
-    want = FIXED_N - FIXED_M
-    expect_prediction(value, want, what="the number of eigenvalues equal to 1", hints=[
-        alternative(FIXED_N - 1, "that is for one reflection; each of the three removes a "
-                                 "direction."),
-        alternative(FIXED_M, "that counts the directions the product moves, not those it "
-                             "leaves alone."),
-        alternative(0, "the product moves only the span of the three vectors u."),
+    fixed = FIXED_N - FIXED_M                         # eigenvalue 1: the complement of the span
+    want = fixed + FIXED_M % 2                        # odd m: one −1; the rest are turning pairs
+    expect_prediction(value, want, what="the number of real eigenvalues", hints=[
+        alternative(fixed, "those are the eigenvalues equal to 1. Inside the span of the three "
+                           "u's the product is an orthogonal map as well: what does its "
+                           "determinant force?"),
+        alternative(FIXED_N, "not all of them: inside the span of the u's, random reflections "
+                             "turn a plane, and a turn by an angle other than 0 or π has no "
+                             "real eigenvalue."),
+        alternative(FIXED_M, "that looks at the span of the u's only; every direction "
+                             "orthogonal to all three is left alone, eigenvalue 1."),
+        alternative(fixed + 2, "the determinant is (−1)³, the product of the eigenvalues: a "
+                               "count of −1's that it allows, with a 3 × 3 orthogonal map, is "
+                               "not that one."),
     ])
