@@ -584,10 +584,9 @@ def _doctor(ctx, keep: str):
 def finished_lines(text: str, section: str) -> list[str]:
     """The doctor's result lines (``STATUS  section name: detail``) of ``section`` in its
     printed output."""
-    keep = ("PASS", "FAIL", "WARN", "MISS", "SKIP", "INFO")
+    statuses = ("PASS", "FAIL", "WARN", "MISS", "SKIP", "INFO")
     return [line.rstrip() for line in text.splitlines()
-            if line.split(maxsplit=1)[:1] and line.split(maxsplit=1)[0] in keep
-            and line[4:].lstrip().startswith(section)]
+            if line.split()[:2] in ([s, section] for s in statuses)]
 
 
 def part_grading(ctx):

@@ -26,6 +26,18 @@ _PARSE_LOCK = threading.Lock()
 _PARSE_TRIES = 3
 
 
+def _locked_parse(parse, *args):
+    """``parse(*args)`` under the parser lock, retrying CPython 3.11's spurious "recursion depth
+    mismatch": a thread outside this lock (a library parsing on import) can still race us."""
+    for attempt in range(_PARSE_TRIES):
+        try:
+            with _PARSE_LOCK:
+                return parse(*args)
+        except SystemError as e:
+            if "recursion depth mismatch" not in str(e) or attempt == _PARSE_TRIES - 1:
+                raise
+
+
 def _python_ast(source: str):
     """The cell as a Python syntax tree (IPython magics translated), or None where it is not
     Python the grader can read: a syntax error, or nesting so deep that building the tree runs
@@ -35,16 +47,10 @@ def _python_ast(source: str):
         source = TransformerManager().transform_cell(source)
     except Exception:  # noqa: BLE001 - no IPython: plain Python only
         pass
-    for attempt in range(_PARSE_TRIES):
-        try:
-            with _PARSE_LOCK:
-                return ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-        except SystemError as e:
-            # A thread outside this lock (a library parsing on import) can still race us.
-            if "recursion depth mismatch" not in str(e) or attempt == _PARSE_TRIES - 1:
-                raise
+    try:
+        return _locked_parse(ast.parse, source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _bound_at_top(tree) -> set[str]:
@@ -149,16 +155,8 @@ def _skip_problems(tree, bound_before: set) -> tuple[set, list]:
 
 def _delivered(source: str, tags, where: str) -> str:
     """The cell's text in the exercise notebook: a demo that calls the exercises is wrapped
-    (the build parses it, under the parser lock: see ``_python_ast``)."""
-    if "exercise-raises" not in tags:
-        return source
-    for attempt in range(_PARSE_TRIES):
-        try:
-            with _PARSE_LOCK:
-                return wrap_demo(source, where)
-        except SystemError as e:
-            if "recursion depth mismatch" not in str(e) or attempt == _PARSE_TRIES - 1:
-                raise
+    (the build parses it)."""
+    return _locked_parse(wrap_demo, source, where) if "exercise-raises" in tags else source
 
 
 def skippable_cells(nb, name: str = "notebook") -> dict[str, frozenset]:
