@@ -30,8 +30,8 @@ finds the submissions, the assignment and the points it reports):
   better one's). The other blanks take the same path through the grader, so Gradescope's
   grading of them is enough.
 
-The nbgrader export of every chapter is released, and chapter 1 graded, by nbgrader itself in
-CI's nbgrader lane; the bundle's install and wheel are tested in tests/test_platforms.py.
+The nbgrader export of every chapter is released, and graded completed and blank, by nbgrader
+itself in CI's nbgrader lane; the bundle's install and wheel are tested in tests/test_platforms.py.
 """
 from __future__ import annotations
 
