@@ -48,6 +48,56 @@ def test_adding_rejects_bad_arguments(kwargs, name):
         data.adding_problem(**kwargs)
 
 
+# ---------------------------------------------------------------- recall (chapters 7 and 8)
+
+@pytest.mark.parametrize("marker", [False, True])
+def test_recall_matches_definition(marker):
+    n, T = 16, 9
+    x, y = data.recall_problem(n, T, marker=marker, seed=[4, 2])
+    assert x.shape == (n, T, 2 if marker else 1) and x.dtype == np.float32
+    assert y.shape == (n,) and y.dtype == np.float32
+    v = np.random.default_rng([4, 2]).uniform(0.0, 1.0, n).astype(np.float32)
+    for i in range(n):
+        for t in range(T):
+            assert x[i, t, 0] == (v[i] if t == 0 else 0.0)
+            if marker:
+                assert x[i, t, 1] == (1.0 if t == 0 else 0.0)
+        assert y[i] == v[i]
+
+
+def test_recall_baseline_is_one_twelfth():
+    _, y = data.recall_problem(40_000, 2, seed=1)
+    mse_of_mean = np.mean((y.astype(np.float64) - 0.5) ** 2)
+    assert mse_of_mean == pytest.approx(data.RECALL_BASELINE_MSE, abs=0.002)
+    assert data.RECALL_BASELINE_MSE == pytest.approx(1 / 12)
+
+
+@pytest.mark.parametrize("name", ["recall", "recall_marked"])
+def test_recall_task_streams(name):
+    """The test set and each step's batch come from their own seed sequences, and no
+    training step ever draws the test set."""
+    task = data.load(name, seq_len=12, seed=3, n_test=7)
+    marker = name == "recall_marked"
+    assert (task.seq_len, task.d_input, task.kind) == (12, 2 if marker else 1, "regression")
+    assert task.baseline == data.RECALL_BASELINE_MSE
+    x_test, y_test = task.test
+    assert np.array_equal(y_test, np.random.default_rng([3, 10_000]).uniform(0, 1, 7)
+                          .astype(np.float32))
+    for step, stream in [(0, [3, 0]), (9_999, [3, 9_999]), (10_000, [3, 10_001])]:
+        x, y = task.train_batch(step, 7, 3)
+        assert np.array_equal(y, np.random.default_rng(stream).uniform(0, 1, 7).astype(np.float32))
+        assert x.shape == (7, 12, 2 if marker else 1)
+        assert not np.array_equal(y, y_test)
+    assert data.load(name, seed=3, n_test=2).seq_len == 1000
+
+
+@pytest.mark.parametrize("kwargs, name", [({"n": 4, "T": 1}, "`T`"), ({"n": 0, "T": 10}, "`n`"),
+                                          ({"n": 4, "T": 5, "marker": 1}, "`marker`")])
+def test_recall_rejects_bad_arguments(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        data.recall_problem(**kwargs)
+
+
 # ---------------------------------------------------------------- copying memory (Arjovsky)
 
 def test_copying_matches_definition():

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lrnn.training import experiments, train
+from lrnn.training import data, experiments, train
 from lrnn import model
 
 
@@ -493,3 +493,17 @@ def test_runs_that_differ_only_in_initial_values_share_one_compilation():
     assert shared["history"] == alone["history"]
     assert not np.allclose(shared["history"]["test_loss"],
                            train.train(base, progress=False)["history"]["test_loss"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task, channels", [("recall", 1), ("recall_marked", 2)])
+def test_the_recall_tasks_train_from_their_names(task, channels):
+    """`TrainConfig(task="recall")` loads the task itself: its test set, its batches, and a
+    model with as many input channels as the task has."""
+    cfg = train.TrainConfig(task=task, seq_len=12, depth=1, d_model=4, d_state=4, batch_size=4,
+                            steps=2, eval_every=2, n_test=8, pool="last")
+    run = train.train(cfg, progress=False)
+    assert run["task"].d_input == channels
+    assert np.array_equal(run["task"].test[1], data.recall_problem(8, 12, seed=[0, 10_000])[1])
+    assert run["params"]["encoder"]["W"].shape[0] == channels
+    assert np.isfinite(run["history"]["test_metric"][-1])

@@ -1,6 +1,6 @@
-"""Long-range benchmark tasks as NumPy arrays: adding problem, copying memory, sequential and
-permuted MNIST, ListOps. Nothing here downloads at run time except :func:`download_mnist`,
-which is only called on request (e.g. in Colab).
+"""Long-range benchmark tasks as NumPy arrays: adding problem, copying memory, recall,
+sequential and permuted MNIST, ListOps. Nothing here downloads at run time except
+:func:`download_mnist`, which is only called on request (e.g. in Colab).
 
 Every generator is deterministic given ``seed`` and returns ``(x, y)``:
 
@@ -9,6 +9,7 @@ task              x                                          y
 ================  =========================================  ==================================
 ``adding``        float32 ``(n, T, 2)``                      float32 ``(n,)``  sum of 2 values
 ``copying``       int32 ``(n, T + 2K)`` tokens in 0..9       int32 ``(n, T + 2K)`` tokens 0..8
+``recall``        float32 ``(n, T, 1)``; marked: 2 channels   float32 ``(n,)``  first value
 ``smnist``        float32 ``(n, 784, 1)`` pixels in [0, 1]    int32 ``(n,)`` digit 0..9
 ``psmnist``       float32 ``(n, 784, 1)`` permuted pixels     int32 ``(n,)`` digit 0..9
 ``listops``       int32 ``(n, max_length)`` tokens, 0 = pad   int32 ``(n,)`` value 0..9
@@ -68,6 +69,46 @@ def adding_problem(n: int, T: int, *, seed: int = 0):
     x = np.stack([values, markers], axis=-1).astype(np.float32)
     y = (values[rows, first] + values[rows, second]).astype(np.float32)
     return x, y
+
+
+# ------------------------------------------------------------------------------------------
+# Recall: one number, remembered to the last step
+# ------------------------------------------------------------------------------------------
+
+RECALL_BASELINE_MSE = 1.0 / 12.0   # Var(U(0, 1)): the MSE of always predicting 1/2.
+RECALL_TEST_STREAM = 10_000        # the test set's seed sequence is [seed, 10 000]
+
+
+def recall_problem(n: int, T: int, *, marker: bool = False, seed=0):
+    """Remember one number for ``T - 1`` steps: the memory test of chapters 7 and 8.
+
+    Channel 0 holds ``v ~ U(0, 1)`` at the first step and zeros after it; the target is ``v``,
+    read at the last step (``T`` steps in all), so predicting the mean 1/2 gives MSE
+    ``1/12``. With ``marker`` a second channel holds a 1 at the first step: a model that
+    normalises each step's features (LayerNorm) cannot see the scale of a lone nonzero
+    channel, ``LN(v w) = LN(w)``, but it sees ``v`` beside a fixed 1. ``seed`` is anything
+    ``numpy.random.default_rng`` takes.
+
+    Returns ``x`` float32 ``(n, T, 1)`` (``(n, T, 2)`` with ``marker``) and ``y`` float32 ``(n,)``.
+    """
+    _check_int("n", n, 1)
+    _check_int("T", T, 2)
+    if not isinstance(marker, (bool, np.bool_)):
+        fail("marker", marker, "True or False")
+    rng = np.random.default_rng(seed)
+    v = rng.uniform(0.0, 1.0, n).astype(np.float32)
+    x = np.zeros((n, T, 2 if marker else 1), np.float32)
+    x[:, 0, 0] = v
+    if marker:
+        x[:, 0, 1] = 1.0
+    return x, v
+
+
+def _recall_step_seed(seed, step):
+    """Step ``k``'s training batch comes from the seed sequence ``[seed, k]``, skipping the
+    test set's ``[seed, 10 000]``: step 10 000 and later use ``[seed, k + 1]``."""
+    step = int(step)
+    return [int(seed), step if step < RECALL_TEST_STREAM else step + 1]
 
 
 # ------------------------------------------------------------------------------------------
@@ -409,7 +450,7 @@ def _fixed_set_batches(x, y, seed):
     return batch
 
 
-TASKS = ("adding", "copying", "smnist", "psmnist", "listops")
+TASKS = ("adding", "copying", "recall", "recall_marked", "smnist", "psmnist", "listops")
 
 
 def load(task: str, *, seq_len: int | None = None, seed: int = 0, n_test: int = 1000,
@@ -419,6 +460,9 @@ def load(task: str, *, seq_len: int | None = None, seed: int = 0, n_test: int = 
     * ``adding``: ``seq_len`` = T (default 400); fresh training data every step.
     * ``copying``: ``seq_len`` = delay T (default 500), ``K`` symbols; sequences have
       length T + 2K; fresh training data every step.
+    * ``recall`` / ``recall_marked``: ``seq_len`` = the sequence's length T (default 1000),
+      one value to remember from the first step to the last (:func:`recall_problem`, without
+      or with the marker channel); fresh training data every step.
     * ``smnist`` / ``psmnist``: the 4 000/1 000 split of :func:`small_mnist`; ``seq_len`` must
       be 784 or None; ``n_test`` is ignored.
     * ``listops``: ``seq_len`` = max length (default 1000), ``n_train`` training expressions
@@ -440,6 +484,14 @@ def load(task: str, *, seq_len: int | None = None, seed: int = 0, n_test: int = 
                     "accuracy", 1.0 / COPY_N_SYMBOLS, test,
                     lambda step, bs, s=seed: copying_memory(bs, T, K, seed=_step_seed(s, step, 2)),
                     score_last=K, info={"delay": T, "K": K, "baseline_ce": copying_baseline_ce(T, K)})
+    if task in ("recall", "recall_marked"):
+        T = 1000 if seq_len is None else seq_len
+        marker = task == "recall_marked"
+        test = recall_problem(n_test, T, marker=marker, seed=[seed, RECALL_TEST_STREAM])
+        return Task(task, "regression", T, 2 if marker else 1, None, 1, "mse",
+                    RECALL_BASELINE_MSE, test,
+                    lambda step, bs, s=seed: recall_problem(bs, T, marker=marker,
+                                                            seed=_recall_step_seed(s, step)))
     if task in ("smnist", "psmnist"):
         if seq_len not in (None, 784):
             fail("seq_len", seq_len, "784 (or None) for MNIST read pixel by pixel")
