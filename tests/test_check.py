@@ -59,12 +59,27 @@ def cdf_ref(t, r_min, r_max):
     return (radius - r_min) * (radius + r_min) / ((r_max - r_min) * (r_max + r_min))
 
 
-def states_ref(params, u):
-    return lrnn.layers.lru.hidden_states(params, u)
+def operator_ref(left, right):
+    """Two affine steps in a row, by NumPy's matmul on column vectors (or element-wise)."""
+    (a_l, b_l), (a_r, b_r) = left, right
+    if np.ndim(a_l) == np.ndim(b_l):
+        return a_r * a_l, a_r * b_l + b_r
+    return np.matmul(a_r, a_l), np.matmul(a_r, np.expand_dims(b_l, -1))[..., 0] + b_r
 
 
-def apply_ref(params, u):
-    return lrnn.layers.lru.apply(params, u)
+def states_ref(params, u, x_init):
+    """The library's scan of Λ and diag(γ) B u_k, started from its ``initial`` state."""
+    b = np.asarray(u) @ np.asarray(lrnn.layers.lru.normalized_B(params)).T
+    return lrnn.linear_scan(lrnn.layers.lru.eigenvalues(params), b, initial=x_init)
+
+
+def kernel_ref(params, L):
+    """The bidirectional layer's outputs (lrnn.layers.lru.apply) after a unit impulse in the
+    middle of 2L − 1 steps, one input channel at a time: the output at step L − 1 + j is lag j."""
+    H = params["D"].shape[0]
+    u = np.zeros((H, 2 * L - 1, H), np.float32)
+    u[:, L - 1, :] = np.eye(H)
+    return np.transpose(np.asarray(lrnn.layers.lru.apply(params, u)), (1, 2, 0))
 
 
 def gamma_ref(nu_log, T):
@@ -86,9 +101,9 @@ def blowup_radial_ref(r_min, r_max):
     return float(np.sum(w / (1 - r ** 2)) / 2)
 
 
-REFERENCES = {"1.1": lrnn.scan.binary_operator, "1.2": scan_ref, "1.3": chunked_ref,
+REFERENCES = {"1.1": operator_ref, "1.2": scan_ref, "1.3": chunked_ref,
               "1.4": stack_ref, "1.5": radius_ref, "2.1": ring_ref, "2.2": cdf_ref,
-              "2.3": states_ref, "2.4": apply_ref, "2.5": gamma_ref,
+              "2.3": states_ref, "2.4": kernel_ref, "2.5": gamma_ref,
               "2.6": blowup_radial_ref}
 
 
@@ -220,23 +235,27 @@ def test_radius_specification_hints():
 
 
 def test_conjugate_hint():
-    msg = message("2.3", lambda p, u: np.conj(states_ref(p, u)))
+    msg = message("2.3", lambda p, u, x: np.conj(states_ref(p, u, x)))
     assert "conjugate" in msg
 
 
 def test_missing_gamma_hint():
-    def no_gamma(p, u):
-        return states_ref(dict(p, gamma_log=np.zeros_like(p["gamma_log"])), u)
+    def no_gamma(p, u, x):
+        return states_ref(dict(p, gamma_log=np.zeros_like(p["gamma_log"])), u, x)
     assert "γ normalisation is missing" in message("2.3", no_gamma)
 
 
 def test_real_instead_of_complex():
-    msg = message("2.3", lambda p, u: np.asarray(states_ref(p, u)).real)
+    msg = message("2.3", lambda p, u, x: np.asarray(states_ref(p, u, x)).real)
     assert "complex" in msg
 
 
 def test_missing_skip_connection_hint():
-    assert "D ⊙ u_k" in message("2.4", lambda p, u: apply_ref(p, u) - p["D"] * u)
+    def no_skip(p, L):
+        K = np.array(kernel_ref(p, L))
+        K[L - 1] -= np.diag(p["D"])
+        return K
+    assert "D ⊙ u_k" in message("2.4", no_skip)
 
 
 def test_constant_factor_hint():
@@ -251,6 +270,89 @@ def test_generic_constant_factor_hint():
 
 def test_sign_hint():
     assert "wrong sign" in message("1.2", lambda a, b: -np.asarray(scan_ref(a, b)))
+
+
+def test_capstone_hints_name_the_symptom():
+    """Chapter 8: a post-norm model (8.4), a mask that exempts h0 (8.5), a jump that counts the
+    held input once too often or forgets the start (8.8) and a carry counted as complex (8.10)
+    fail with what their output shows; 8.4's message does not name the fix."""
+    import jax
+    from lrnn.course.check import ch08
+    msg = message("8.4", lambda params, x, pool: ch08.np_model(params, x, pool, "post_norm"))
+    assert "renormalised stream" in msg and "pre-norm" not in msg and "must be" not in msg
+
+    def h0_exempt(params):
+        keep = {"nu_log", "theta_log", "gamma_log", "B_re", "B_im", "M", "theta", "B", "U",
+                "u1", "V", "h0"}
+        mask = jax.tree_util.tree_map(lambda _: False, params)
+        for block in mask["blocks"]:
+            block["layer"] = {k: k in keep for k in block["layer"]}
+        return mask
+    assert "learned initial state h0" in message("8.5", h0_exempt)
+
+    def jump(q, x, v, k, terms=None, start=True):
+        lam = np.exp(-np.exp(np.float64(q["nu_log"])) + 1j * np.exp(np.float64(q["theta_log"])))
+        c = np.exp(np.float64(q["gamma_log"])) * (v @ (q["B_re"] + 1j * q["B_im"]).T)
+        x_k = lam ** k * x * start + c * (1 - lam ** (terms or k)) / (1 - lam)
+        return x_k, (x_k @ (q["C_re"] + 1j * q["C_im"]).T).real + q["D"] * v
+    assert "k + 1 steps of v" in message("8.8", lambda q, x, v, k: jump(q, x, v, k, k + 1))
+    assert "does not change with the state x" in message(
+        "8.8", lambda q, x, v, k: jump(q, x, v, k, start=False))
+
+
+def _np_chunk8(params, states, chunk):
+    """The model's per-step outputs on one chunk (pool 'none'), float64, from the LRU states
+    the previous chunk left; returns (the new states, the outputs)."""
+    from lrnn.course.check import ch08
+    u = np.asarray(chunk, np.float64) @ params["encoder"]["W"] + params["encoder"]["b"]
+    new = []
+    for p, x in zip(params["blocks"], states):
+        q = p["layer"]
+        lam = np.exp(-np.exp(np.float64(q["nu_log"])) + 1j * np.exp(np.float64(q["theta_log"])))
+        b = (q["B_re"] + 1j * q["B_im"]) * np.exp(np.float64(q["gamma_log"]))[:, None]
+        v = ch08.np_layer_norm(u, p["norm"]["scale"], p["norm"]["bias"])
+        ys = []
+        for k in range(v.shape[-2]):
+            x = lam * x + v[..., k, :] @ b.T
+            ys.append((x @ (q["C_re"] + 1j * q["C_im"]).T).real + q["D"] * v[..., k, :])
+        u = u + ch08.np_glu(ch08.gelu_tanh(np.stack(ys, -2)), p["glu"]["W"], p["glu"]["b"])
+        new.append(x)
+    return new, u @ params["decoder"]["W"] + params["decoder"]["b"]
+
+
+def test_capstone_padding_and_forgetting_hints_name_the_symptom():
+    """Chapter 8: a model that pools over the padding, or divides the real steps' sum by L
+    (8.4), and a weighted mean divided by the number of steps (8.9) fail with what their output
+    shows; neither 8.4 message gives the fix."""
+    from lrnn.course.check import ch08
+
+    def pooled(params, x, pool, lengths, divide_by_L):
+        u = ch08.np_stream(params, x)
+        steps = u.shape[-2]
+        n = np.full(u.shape[:-2], steps) if lengths is None else np.asarray(lengths)
+        if pool == "last":
+            z = np.take_along_axis(u, (n - 1)[..., None, None], axis=-2)[..., 0, :]
+        else:
+            real = (np.arange(steps) < n[..., None])[..., None]
+            z = (u * real).sum(-2) / (steps if divide_by_L else n[..., None])
+        return z @ params["decoder"]["W"] + params["decoder"]["b"]
+    msg = message("8.4", lambda params, x, pool, lengths=None: ch08.np_model(params, x, pool))
+    assert "counts the padding steps" in msg and "mask" not in msg
+    msg = message("8.4", lambda params, x, pool, lengths=None: pooled(params, x, pool, lengths,
+                                                                      True))
+    assert "divides by L" in msg and "mask" not in msg
+
+    def by_count(params, state, cfg, w, memory, chunk):
+        if memory is None:
+            memory = ([np.zeros((len(chunk), np.size(p["layer"]["nu_log"])), complex)
+                       for p in params["blocks"]], 0.0, 0)
+        states, total, count = memory
+        states, out = _np_chunk8(params, states, chunk)
+        n = out.shape[-2]
+        total = w ** n * total + np.einsum("j,bjd->bd", w ** np.arange(n - 1, -1, -1.0), out)
+        return (states, total, count + n), total / (count + n)
+    assert "do not add up to 1" in message("8.9", by_count)
+    assert "4 bytes each" in message("8.10", 3 * 16 * 96 * 8 * 2)
 
 
 def test_ring_hints_name_the_symptom():
@@ -292,6 +394,88 @@ def test_blowup_edge_case_hint():
             return (np.arctanh(b) - np.arctanh(a)) / (b - a)
     msg = message("2.6", naive)
     assert "r_min = r_max" in msg and "limit" in msg
+
+
+def _norms_with_bias(A, B, gamma, alpha, x1, mu, T, cross=True, bias=True):
+    """E‖x_t‖² of eq. 4 for inputs of mean μ, with the cross term and ‖Bμ‖² optional."""
+    A, B = np.asarray(A, np.float64), np.asarray(B, np.float64)
+    m, Bmu = np.asarray(x1, np.float64), B @ np.asarray(mu, np.float64)
+    e = [m @ m]
+    for _ in range(T - 1):
+        extra = (2 * gamma * (A @ m) @ Bmu if cross else 0) + (Bmu @ Bmu if bias else 0)
+        e.append(alpha ** 2 * (gamma ** 2 * e[-1] + np.sum(B ** 2) + extra))
+        m = alpha * (gamma * A @ m + Bmu)
+    return np.array(e)
+
+
+def test_biased_norm_hints_name_the_missing_term():
+    assert result_of("4.2", _norms_with_bias).passed
+    theorem_1 = message("4.2", lambda *a: _norms_with_bias(*a, cross=False, bias=False))
+    assert "Theorem 1's recursion for zero-mean inputs" in theorem_1
+    assert "cross term" in message("4.2", lambda *a: _norms_with_bias(*a, cross=False))
+    assert "‖Bμ‖² is missing" in message("4.2", lambda *a: _norms_with_bias(*a, bias=False))
+
+
+def test_fused_rotgru_reset_after_the_product_shows_its_symptom():
+    """Exercise 3.4: a fused step that gates (and turns) the candidate's product R_h h_{t−1}
+    instead of h_{t−1} passes the shut update and reset gates, not the reset shut on one pair."""
+    import jax
+    import jax.numpy as jnp
+    from lrnn.orthogonal import rotate_pairs
+
+    def reset_after(params, h, x_t):
+        R = params["recurrent_kernel"]
+        n = R.shape[0]
+        a, b = x_t @ params["kernel"] + params["bias"], h @ R
+        z = jax.nn.sigmoid(a[..., :n] + b[..., :n])
+        s = jax.nn.sigmoid(a[..., n:2 * n] + b[..., n:2 * n]) * b[..., 2 * n:3 * n]
+        if R.shape[1] > 3 * n:
+            s = rotate_pairs(s, 2 * jnp.pi * jax.nn.sigmoid(a[..., 3 * n:] + b[..., 3 * n:]))
+        h_new = (1 - z) * h + z * jnp.tanh(a[..., 2 * n:3 * n] + s)
+        return h_new, h_new
+    assert "first pair of the state only" in message("3.4", reset_after)
+
+
+def test_rotation_recurrence_with_the_input_after_the_turn_is_named():
+    """Exercise 3.2: the recurrence of chapter 3, §3.3 (input added after the turn) with an
+    angle per step, and one that turns b_t by θ_{t−1}, each fail with their symptom."""
+    import jax.numpy as jnp
+
+    def scan(gamma, theta, b, input_factor):
+        lam = jnp.asarray(gamma) * jnp.exp(1j * jnp.asarray(theta))
+        x = lrnn.linear_scan(lam, input_factor(lam) * lrnn.scan.pairs_to_complex(jnp.asarray(b)))
+        return lrnn.scan.complex_to_pairs(x)
+    assert "your input is not rotated" in message(
+        "3.2", lambda g, t, b: scan(g, t, b, lambda lam: 1.0))
+    assert "rotated by θ_{t−1} instead of θ_t" in message(
+        "3.2", lambda g, t, b: scan(g, t, b, lambda lam: jnp.roll(lam, 1, axis=0)))
+    assert result_of("3.2", lambda g, t, b: scan(g, t, b, lambda lam: lam)).passed
+
+
+def test_ornn_step_back_in_the_wrong_order_is_named():
+    """Exercise 5.4: a step back that applies the reflections in Algorithm 1's order (W, not
+    W⁻¹) fails with that symptom; the other order passes."""
+    def step_back(order):
+        def fn(params, h_t, x_t):
+            U, y = np.asarray(params["U"], np.float64), np.asarray(h_t, np.float64)
+            v = np.where(y < 0, 10 * y, y) - np.asarray(x_t) @ params["V"].T - params["b"]
+            k = U.shape[1] - ("u1" in params)
+            for j in order(range(k)):
+                v = v - 2 * np.multiply.outer(v @ U[:, j], U[:, j]) / (U[:, j] @ U[:, j])
+            if "u1" in params:
+                v[..., -1] *= 1.0 if params["u1"] > 0 else -1.0
+            return v
+        return fn
+    assert result_of("5.4", step_back(list)).passed
+    assert "it applies W itself" in message("5.4", step_back(reversed))
+
+
+def test_fill_chunks_hints_name_the_mistake():
+    """Exercise 6.6: Little's law alone, the table's U = 16, one program per chunk."""
+    assert "nothing to run" in message("6.6", 16)
+    assert "16 rows per lane" in message("6.6", 64)
+    assert "three" in message("6.6", 132)
+    assert "hint" not in message("6.6", 45)
 
 
 def test_unknown_exercise_and_non_callable(capsys):
@@ -429,7 +613,7 @@ def test_second_failure_adds_the_stronger_hint_and_a_pass_resets(capsys, fresh_c
     second = capsys.readouterr().out
     assert second.startswith(result_of("1.1", _wrong_operator).message)
     assert f"Still stuck? A stronger hint: {stronger}" in second
-    check("1.1", lambda l, r: (r[0] * l[0], r[0] * l[1] + r[1]))     # the right answer
+    check("1.1", operator_ref)                                       # the right answer
     check("1.1", _wrong_operator)
     assert "Still stuck?" not in capsys.readouterr().out.split("✓")[-1]
 

@@ -38,7 +38,18 @@ def radius(A):
 
 
 def rotation_recurrence(gamma, theta, b):
-    """θ (L, K): one library rotation scan per step, each from the last state."""
+    """x_t = γ D(θ_t)(x_{t-1} + b_t), θ (L, K): one library rotation scan per step, started
+    from x_{t-1} + b_t with no input of its own."""
+    x, out = jnp.zeros_like(jnp.asarray(b)[..., 0, :]), []
+    for t in range(b.shape[-2]):
+        x = lrnn.rotation_scan(gamma, theta[t], jnp.zeros_like(b[..., t:t + 1, :]),
+                               method="sequential", initial=x + b[..., t, :])[..., 0, :]
+        out.append(x)
+    return jnp.stack(out, axis=-2)
+
+
+def rotation_recurrence_input_after(gamma, theta, b):
+    """The recurrence of chapter 3, §3.3 with θ per step: x_t = γ D(θ_t) x_{t-1} + b_t."""
     x, out = None, []
     for t in range(b.shape[-2]):
         x = lrnn.rotation_scan(gamma, theta[t], b[..., t:t + 1, :], method="sequential",
@@ -48,8 +59,17 @@ def rotation_recurrence(gamma, theta, b):
 
 
 def rotgru(params, h, x):
-    return lrnn.layers.gru.cell({k: jnp.asarray(v) for k, v in params.items()},
-                                 jnp.asarray(h), jnp.asarray(x))
+    """Exercise 3.4: the fused columns (blocks z, r, h, angles) cut back into lrnn's per-gate
+    matrices W_g = [recurrent part, kernel part] on [h_{t−1}, x_t], then lrnn's cell."""
+    K, R, b = (jnp.asarray(params[k]) for k in ("kernel", "recurrent_kernel", "bias"))
+    n = R.shape[0]
+    names = ("z", "r", "h", "rot")[:4 if K.shape[1] > 3 * n else 3]
+    gates = {}
+    for i, g in enumerate(names):
+        cols = slice(i * n, (i + 1) * n)
+        gates[f"W_{g}"] = jnp.concatenate([R[:, cols], K[:, cols]]).T
+        gates[f"b_{g}"] = b[cols]
+    return lrnn.layers.gru.cell(gates, jnp.asarray(h), jnp.asarray(x))
 
 
 def xi_closed_form(P, theta, B, gamma, rho):
@@ -74,6 +94,24 @@ def xi_at_step(P, theta, B, gamma, rho, T):
     gram = np.einsum("jnk,mnk->jm", M, M)                                # Tr[M_j M_mᵀ]
     lags = np.abs(np.arange(T)[:, None] - np.arange(T)[None, :])
     return float(1 / np.sqrt(np.sum(rho ** lags * gram)))
+
+
+def biased_norm_by_eq5(A, B, gamma, alpha, x1, mu, T):
+    """Exercise 4.2 from eq. 5 started at x_1: x_t = (αγA)^(t−1) x_1 + Σ_{k=2..t}
+    α^(t+1−k) γ^(t−k) A^(t−k) B u_k, so E‖x_t‖² = ‖E x_t‖² + Σ_k α^(2(t+1−k)) γ^(2(t−k)) Tr[BᵀB]
+    (A orthogonal, the noise of each u_k independent, of covariance I)."""
+    A, B = np.asarray(A, np.float64), np.asarray(B, np.float64)
+    x1, mu = np.asarray(x1, np.float64), np.asarray(mu, np.float64)
+    out = []
+    for t in range(1, T + 1):
+        mean = np.linalg.matrix_power(alpha * gamma * A, t - 1) @ x1
+        spread = 0.0
+        for k in range(2, t + 1):
+            w = alpha ** (t + 1 - k) * gamma ** (t - k)
+            mean = mean + w * np.linalg.matrix_power(A, t - k) @ B @ mu
+            spread += w ** 2 * np.sum(B ** 2)
+        out.append(mean @ mean + spread)
+    return np.array(out)
 
 
 def steps_to_fraction(lam, B, q, weights=None):
@@ -123,12 +161,15 @@ def wy_merge(U1, T1, U2, T2):
     return np.hstack([U1, U2]), np.block([[T1, S], [np.zeros((T2.shape[0], T1.shape[0])), T2]])
 
 
-def ornn_step(params, h, x):
+def step_back(params, h_t, x):
+    """h_{t−1} = Wᵀ(φ⁻¹(h_t) − V x − b), with Wᵀ c as the vector-Jacobian product of h ↦ W h
+    (the library's Algorithm 1, whose backward pass returns ∂L/∂h = Wᵀ ∂L/∂C, Theorem 2)."""
     U = jnp.asarray(params["U"])
-    W = (o.householder_product(U, 1.0 if params["u1"] > 0 else -1.0) if "u1" in params
-         else o.householder_product(U))
-    z = jnp.asarray(h) @ W.T + jnp.asarray(x) @ jnp.asarray(params["V"]).T + params["b"]
-    return jnp.maximum(z, z / 10)
+    sign = (1.0 if params["u1"] > 0 else -1.0) if "u1" in params else None
+    y = jnp.asarray(h_t, jnp.float32)
+    c = jnp.where(y < 0, 10 * y, y) - jnp.asarray(x) @ jnp.asarray(params["V"]).T - params["b"]
+    _, transpose = jax.vjp(lambda h: o.wy_transform(U, h, sign), jnp.zeros_like(c))
+    return transpose(c)[0]
 
 
 def scan_bytes(shape, dtype="complex64", time_varying=False, passes=1, backward=False):
@@ -245,10 +286,13 @@ def seeds_needed(n_a, alpha):
 REFERENCES = {
     "1.3": chunked, "1.5": radius, "3.1": o.skew_expm, "3.2": rotation_recurrence,
     "3.4": rotgru, "4.1": xi_at_step, "4.3": steps_to_fraction, "5.1": reflector,
-    "5.2": chain_gradient, "5.3": wy_merge, "5.4": ornn_step, "6.1": scan_bytes, "6.2": work_depth,
+    "5.2": chain_gradient, "5.3": wy_merge, "5.4": step_back, "6.1": scan_bytes, "6.2": work_depth,
     "6.3": scan_vjp, "6.4": passes_at_most, "7.1": r_max_for_share, "7.2": states_needed,
     "7.3": matching_state, "7.4": seeds_needed,
 }
+
+
+REFERENCES["4.2"] = biased_norm_by_eq5
 
 
 #: Checkers over the quick tier's CPU limit per test (conftest.py).
@@ -294,6 +338,29 @@ def test_stationary_xi_is_the_chapter_closed_form():
         th, B = rng.uniform(0, np.pi, 3), rng.standard_normal((6, 2))
         assert np.isclose(stationary_xi(P, th, B, 0.97, rho), xi_closed_form(P, th, B, 0.97, rho),
                           rtol=1e-6)
+
+
+def test_biased_norm_follows_a_simulation():
+    """Exercise 4.2's reference (the second moment of the augmented state) against 200 000
+    simulated trajectories with inputs of mean μ: within 5 standard errors at every step; with
+    x_1 against the drive it dips below 1 and ends above; with μ = 0 it is Theorem 1's 1."""
+    from lrnn.course.check.ch04 import _biased_sq_norms
+    rng = np.random.default_rng(12)
+    A = np.asarray(o.skew_expm(jnp.asarray(rng.standard_normal((4, 4)), jnp.float32)), np.float64)
+    B, mu = rng.standard_normal((4, 2)) / 2, np.array([0.8, -0.5])
+    gamma, T, S = 0.9, 10, 200_000
+    alpha = 1 / np.sqrt(gamma ** 2 + np.sum(B ** 2))
+    x1 = -(A.T @ B @ mu) / np.linalg.norm(A.T @ B @ mu)
+    want = _biased_sq_norms(A, B, gamma, alpha, x1, mu, T)
+    x, sq = np.tile(x1, (S, 1)), [np.sum(x1 ** 2) * np.ones(S)]
+    for _ in range(T - 1):
+        x = alpha * (gamma * x @ A.T + (mu + rng.standard_normal((S, 2))) @ B.T)
+        sq.append(np.sum(x ** 2, axis=1))
+    sq = np.array(sq)
+    assert np.all(np.abs(sq.mean(axis=1) - want) <= 5 * sq.std(axis=1) / np.sqrt(S) + 1e-12)
+    assert want[1] < 1 < want[-1]
+    assert np.allclose(_biased_sq_norms(A, B, gamma, alpha, x1, 0 * mu, T), 1)
+    assert np.allclose(want, biased_norm_by_eq5(A, B, gamma, alpha, x1, mu, T))
 
 
 def test_fill_steps_follow_eq_27_and_a_simulation():
@@ -424,6 +491,53 @@ def test_hints_chapter_1():
     assert "largest singular value" in _hint("1.5", lambda A: np.linalg.norm(A, 2))
 
 
+def test_exercise_1_1_reference_is_two_steps_applied_one_after_the_other():
+    """1.1: the checker's composed step against the two affine maps applied to random vectors
+    (float64), for 2×2 blocks and a dense 3×3 batch; a scan of 2×2 steps folded with it (in
+    both groupings) against the plain loop; typical mistakes get their hints."""
+    from lrnn.course.check.ch01 import composed_step
+    rng = np.random.default_rng(6)
+    for lead, n in [((), 2), ((5,), 2), ((2, 3), 3)]:
+        A1, A2 = rng.standard_normal((2, *lead, n, n))
+        b1, b2, x = rng.standard_normal((3, *lead, n))
+        A, b = composed_step((A1, b1), (A2, b2))
+        two = np.einsum("...ij,...j->...i", A2, np.einsum("...ij,...j->...i", A1, x) + b1) + b2
+        np.testing.assert_allclose(np.einsum("...ij,...j->...i", A, x) + b, two, rtol=1e-12,
+                                   atol=1e-12)
+    a1, a2, c1, c2 = rng.standard_normal((4, 6))
+    np.testing.assert_allclose(composed_step((a1, c1), (a2, c2))[1], a2 * c1 + c2, rtol=1e-12)
+    steps = [(0.7 * rng.standard_normal((2, 2)), rng.standard_normal(2)) for _ in range(9)]
+    x, loop = np.zeros(2), []
+    for A_t, b_t in steps:
+        x = A_t @ x + b_t
+        loop.append(x)
+    left, right = steps[0], steps[-1]
+    for step in steps[1:]:
+        left = composed_step(left, step)
+    for step in steps[-2::-1]:
+        right = composed_step(step, right)
+    np.testing.assert_allclose(left[1], loop[-1], rtol=1e-10)
+    np.testing.assert_allclose(right[1], loop[-1], rtol=1e-10)
+
+    def op(order="right", offset="right"):
+        def fn(l, r):
+            (a_l, b_l), (a_r, b_r) = l, r
+            if np.ndim(a_l) == np.ndim(b_l):
+                return a_r * a_l, a_r * b_l + b_r
+            a = a_r @ a_l if order == "right" else a_l @ a_r
+            if offset == "right":
+                return a, (a_r @ b_l[..., None])[..., 0] + b_r
+            if offset == "transposed":
+                return a, (b_l[..., None, :] @ a_r)[..., 0, :] + b_r
+            return a, a_r * b_l + b_r
+        return fn
+    assert lc.result_of("1.1", op()).passed
+    assert "wrong order" in _hint("1.1", op(order="left"))
+    assert "transpose of A_r" in _hint("1.1", op(offset="transposed"))
+    assert "matrix-vector product" in _hint("1.1", op(offset="broadcast"))
+    assert "entry by entry" in _hint("1.1", lambda l, r: (l[0] * r[0], op()(l, r)[1]))
+
+
 def _gamma_log_closed_form(nu_log, T):
     s = np.exp(-2 * np.exp(np.asarray(nu_log, np.float64)))
     return -0.5 * np.log((T - s * (1 - s ** T) / (1 - s)) / (T * (1 - s)))
@@ -504,6 +618,94 @@ def test_hints_chapter_2():
     assert "uniform in area" in _hint("2.6", area)
     assert "1/(1 − r) only" in _hint("2.6", one_fraction)
     assert "the ½ is missing" in _hint("2.6", lambda a, b: 2 * _mean_inverse_radial(a, b))
+
+
+def test_exercise_2_3_reference_is_the_library_step_from_the_carried_state():
+    """2.3: the checker's reference against lrnn.layers.lru.step run from {"x": x_init}, one
+    step at a time (another code path than the scan); typical mistakes get their hints."""
+    from lrnn.course.check.ch02 import _naive_states, random_params
+    from lrnn.scan.reference import linear_scan
+    rng = np.random.default_rng(8)
+    params = random_params(rng, 3, 4)
+    u = rng.standard_normal((2, 7, 3)).astype(np.float32)
+    x0 = (rng.standard_normal((2, 4)) + 1j * rng.standard_normal((2, 4))).astype(np.complex64)
+    state, stepped = {"x": x0}, []
+    for k in range(7):
+        state, _ = lrnn.layers.lru.step(params, state, u[:, k])
+        stepped.append(np.asarray(state["x"]))
+    lam = np.exp(-np.exp(params["nu_log"].astype(np.float64))
+                 + 1j * np.exp(params["theta_log"].astype(np.float64)))
+    gb = (params["B_re"] + 1j * params["B_im"].astype(np.float64)) \
+        * np.exp(params["gamma_log"].astype(np.float64))[:, None]
+    want = linear_scan(lam, u.astype(np.float64) @ gb.T, initial=x0)
+    np.testing.assert_allclose(want, np.stack(stepped, axis=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_naive_states(params, u, x0), want, rtol=1e-10, atol=1e-12)
+
+    def carried(power=1, zero=False, scale=False):
+        def fn(p, u, x):
+            lam = np.exp(-np.exp(p["nu_log"].astype(np.float64))
+                         + 1j * np.exp(p["theta_log"].astype(np.float64)))
+            gamma = np.exp(p["gamma_log"].astype(np.float64))
+            b = u.astype(np.float64) @ ((p["B_re"] + 1j * p["B_im"]) * gamma[:, None]).T
+            start = 0 * x if zero else x * gamma if scale else x
+            k = np.arange(u.shape[-2])[:, None]
+            return linear_scan(lam, b) + lam ** (k + power) * start[..., None, :]
+        return fn
+    assert lc.result_of("2.3", carried()).passed
+    assert "one power of λ short" in _hint("2.3", carried(power=0))
+    assert "one power of λ too many" in _hint("2.3", carried(power=2))
+    assert "x_init is missing" in _hint("2.3", carried(zero=True))
+    assert "not an input" in _hint("2.3", carried(scale=True))
+
+
+def _two_sided_kernel(params, L):
+    """Λ^j with C_f at the lags j > 0, with C_b at −j, both and diag(D) at 0 (float64)."""
+    n = params["nu_log"].shape[0]
+    lam = np.exp(-np.exp(params["nu_log"].astype(np.float64))
+                 + 1j * np.exp(params["theta_log"].astype(np.float64)))
+    gb = (params["B_re"] + 1j * params["B_im"].astype(np.float64)) \
+        * np.exp(params["gamma_log"].astype(np.float64))[:, None]
+    c = params["C_re"] + 1j * params["C_im"].astype(np.float64)
+    side = {s: np.stack([(c[:, cols] * lam ** j) @ gb for j in range(L)]).real
+            for s, cols in (("past", slice(None, n)), ("future", slice(n, None)))}
+    K = np.concatenate([side["future"][:0:-1], side["past"]])
+    K[L - 1] += side["future"][0] + np.diag(params["D"])
+    return K
+
+
+def test_exercise_2_4_reference_is_the_layer_after_unit_impulses():
+    """2.4: the checker's kernel (outputs after impulses, by the reference scans) against the
+    closed form and against lrnn.layers.lru.apply of a bidirectional layer: the two-sided
+    convolution of a random input with it is the layer's output; typical mistakes get their
+    hints."""
+    from lrnn.course.check.ch02 import impulse_kernel, random_params
+    rng = np.random.default_rng(9)
+    for h, n, L in [(1, 1, 1), (2, 3, 5), (3, 4, 16)]:
+        params = random_params(rng, h, n, bidirectional=True)
+        K = impulse_kernel(params, L)
+        np.testing.assert_allclose(K, _two_sided_kernel(params, L), rtol=1e-10, atol=1e-12)
+        u = rng.standard_normal((L, h)).astype(np.float32)
+        y = np.stack([sum(K[L - 1 + k - m] @ u[m] for m in range(L)) for k in range(L)])
+        np.testing.assert_allclose(y, np.asarray(lrnn.layers.lru.apply(params, u)), rtol=1e-4,
+                                   atol=1e-5)
+    assert lc.result_of("2.4", _two_sided_kernel).passed
+
+    def changed(fn):
+        def kernel(p, L):
+            K = _two_sided_kernel(p, L)
+            fn(K, p, L)
+            return K
+        return kernel
+
+    def forward_only_at_0(K, p, L):
+        n = p["nu_log"].shape[0]
+        gb = (p["B_re"] + 1j * p["B_im"]) * np.exp(p["gamma_log"])[:, None]
+        K[L - 1] -= ((p["C_re"] + 1j * p["C_im"])[:, n:] @ gb).real
+    assert "both directions read u_k" in _hint("2.4", changed(forward_only_at_0))
+    assert "added once" in _hint("2.4", changed(lambda K, p, L: K.__setitem__(
+        L - 1, K[L - 1] + np.diag(p["D"]))))
+    assert "swapped" in _hint("2.4", lambda p, L: _two_sided_kernel(p, L)[::-1])
+    assert "2L − 1" in _hint("2.4", lambda p, L: _two_sided_kernel(p, L)[L - 1:])
     assert "is missing" in _hint("2.6", lambda a, b: _mean_inverse_radial(a, b) * (b - a)
                                  if a != b else 1 / (1 - b ** 2))
 
@@ -517,10 +719,30 @@ def test_hints_chapter_3():
     assert "θ_0 + … + θ_t" in _hint("3.2", lambda g, t, b: rotation_recurrence(
         g, jnp.cumsum(jnp.asarray(t), axis=0), b))
 
+    assert "input is not rotated" in _hint("3.2", rotation_recurrence_input_after)
+
+    def input_turned_by(shift):
+        """b_t turned and scaled by the block of step t − 1 (shift="pad": b_0 left as it is;
+        "roll": b_0 by the last step's block), the state by its own block θ_t."""
+        def fn(g, t, b):
+            lam = jnp.asarray(g) * jnp.exp(1j * jnp.asarray(t))
+            prev = (jnp.roll(lam, 1, axis=0) if shift == "roll" else
+                    jnp.concatenate([jnp.ones_like(lam[:1]), lam[:-1]]))
+            x = lrnn.linear_scan(lam, prev * lrnn.scan.pairs_to_complex(jnp.asarray(b)))
+            return lrnn.scan.complex_to_pairs(x)
+        return fn
+    assert "θ_{t−1} instead of θ_t" in _hint("3.2", input_turned_by("pad"))
+    assert "θ_{t−1} instead of θ_t" in _hint("3.2", input_turned_by("roll"))
+
+    def sum_before_turn(g, t, b):                  # y_t = x_{t−1} + b_t returned instead of x_t
+        x = rotation_recurrence(g, t, b)
+        return jnp.concatenate([jnp.zeros_like(x[..., :1, :]), x[..., :-1, :]], axis=-2) + b
+    assert "you return x_{t−1} + b_t" in _hint("3.2", sum_before_turn)
+
     def dense(g, t, b):
         def step(x, inputs):
             b_t, t_t = inputs
-            x = x @ (jnp.repeat(g, 2)[:, None] * o.block_rotation(t_t)).T + b_t
+            x = (x + b_t) @ (jnp.repeat(g, 2)[:, None] * o.block_rotation(t_t)).T
             return x, x
         return jnp.moveaxis(jax.lax.scan(step, jnp.zeros_like(b[..., 0, :]),
                                          (jnp.moveaxis(b, -2, 0), jnp.asarray(t)))[1], 0, -2)
@@ -546,11 +768,13 @@ def test_principal_power_chapter_3():
                            scipy.linalg.fractional_matrix_power(A, s).real, atol=1e-9), s
     R = _principal_power(A, 0.5)
     assert np.allclose(R @ R, A, atol=1e-12) and np.all(np.linalg.eigvals(R).real > 0)
-    from lrnn.course.check.ch03 import ROTGRU_BROKEN, rotgru_np
+    from lrnn.course.check.ch03 import ROTGRU_BROKEN, rotgru_fused_np
     for variant, words in [("z_swapped", "update gate shut"), (ROTGRU_BROKEN, "update gate shut"),
+                           ("zr_swapped", "update gate shut"),
+                           ("reset_after", "first pair of the state only"),
                            ("no_reset", "reset gate shut"), ("no2pi", "rotation gate saturated"),
                            ("rotate_h", "keeps lengths"), ("neg", "turn the wrong way")]:
-        msg = _hint("3.4", lambda p, h, x, v=variant: (rotgru_np(p, h, x, v),) * 2)
+        msg = _hint("3.4", lambda p, h, x, v=variant: (rotgru_fused_np(p, h, x, v),) * 2)
         assert words in msg, (variant, msg)
 
 
@@ -592,28 +816,32 @@ def test_exercise_3_1_measures_its_specification():
 
 
 def test_exercise_3_4_broken_step_is_the_checkers():
-    """The broken RotGRU step that the notebook gives is the checker's ROTGRU_BROKEN; its first
-    symptom is the update gate's, and mending only that line leaves the rotation's symptom."""
+    """The broken fused RotGRU step that the notebook gives is the checker's ROTGRU_BROKEN; its
+    first symptom is the update gate's, and mending only that leaves the symptom of the reset
+    gate shut on one pair; the float64 reference agrees with lrnn's cell on the unfused gates."""
     import json
     from pathlib import Path
 
-    from lrnn.course.check.ch03 import ROTGRU_BROKEN, rotgru_np
+    from lrnn.course.check.ch03 import ROTGRU_BROKEN, rotgru_fused_np
     nb = json.loads((Path(__file__).resolve().parents[1] / "solutions" /
                      "03_rotations.ipynb").read_text())
     source = next("".join(c["source"]) for c in nb["cells"]
-                  if "".join(c["source"]).startswith("def rotgru_cell_broken("))
+                  if "".join(c["source"]).startswith("def rotgru_fused_broken("))
     space = {"jax": jax, "jnp": jnp, "rotate_pairs": o.rotate_pairs}
     exec(source, space)
     rng = np.random.default_rng(3)
-    params = {k: np.asarray(v) + 0.3 * rng.standard_normal(np.shape(v)).astype(np.float32)
-              for k, v in lrnn.layers.gru.init(jax.random.PRNGKey(0), 3, 6).items()}
+    params = {"kernel": rng.standard_normal((3, 21)), "recurrent_kernel":
+              rng.standard_normal((6, 21)), "bias": rng.standard_normal(21)}
+    params = {k: (v / 2).astype(np.float32) for k, v in params.items()}
     h, x = rng.standard_normal((2, 6)), rng.standard_normal((2, 3))
-    got = np.asarray(space["rotgru_cell_broken"](params, jnp.asarray(h, jnp.float32),
-                                                 jnp.asarray(x, jnp.float32))[0])
-    assert np.allclose(got, rotgru_np(params, h, x, ROTGRU_BROKEN), atol=1e-5)
-    assert not np.allclose(got, rotgru_np(params, h, x), atol=1e-2)
-    assert "update gate shut" in _hint("3.4", space["rotgru_cell_broken"])
-    assert "keeps lengths" in _hint("3.4", lambda p, h, x: (rotgru_np(p, h, x, "rotate_h"),) * 2)
+    got = np.asarray(space["rotgru_fused_broken"](params, jnp.asarray(h, jnp.float32),
+                                                  jnp.asarray(x, jnp.float32))[0])
+    assert np.allclose(got, rotgru_fused_np(params, h, x, ROTGRU_BROKEN), atol=1e-5)
+    assert not np.allclose(got, rotgru_fused_np(params, h, x), atol=1e-2)
+    assert np.allclose(rotgru_fused_np(params, h, x), rotgru(params, h, x)[0], atol=1e-5)
+    assert "update gate shut" in _hint("3.4", space["rotgru_fused_broken"])
+    assert "first pair of the state only" in _hint(
+        "3.4", lambda p, h, x: (rotgru_fused_np(p, h, x, "reset_after"),) * 2)
 
 
 def test_xi_at_step_by_simulation_and_in_the_limit():
@@ -709,31 +937,74 @@ def test_hints_chapter_5():
     assert "misses T1 and T2" in _hint("5.3", coupled(lambda U1, T1, U2, T2: -U1.T @ U2))
     assert "swapped" in _hint("5.3", coupled(lambda U1, T1, U2, T2: -T2 @ U1.T @ U2 @ T1))
 
-    def relu_step(p, h, x):
-        z = ornn_step(p, h, x)
-        return jnp.where(z < 0, 0.0, z)                # φ(z) = max(z, 0) instead of max(z/10, z)
-    assert "leaky ReLU" in _hint("5.4", relu_step)
-
-    def one_at_a_time(reverse, sign_first):
-        """Exercise 5.4's step, reflections applied to h one by one, in either order, H_1's sign
-        before or after them (reverse=True, sign_first=True is oRNN eq. 8's order)."""
-        def step(p, h, x):
-            U, h = np.asarray(p["U"], np.float64), np.array(h, np.float64)
+    def back_one_at_a_time(reverse, sign_first, undo_phi=True):
+        """Exercise 5.4's step back, reflections applied to the vector one by one, in either
+        order, H_1's sign before or after them (reverse=False, sign_first=False is Wᵀ)."""
+        def step(p, h_t, x):
+            U, y = np.asarray(p["U"], np.float64), np.array(h_t, np.float64)
+            v = np.where(y < 0, 10 * y, y) if undo_phi else np.maximum(y, y / 10)
+            v = v - np.asarray(x) @ np.asarray(p["V"]).T - p["b"]
             cols = list(range(U.shape[1] - ("u1" in p)))
             sign = (1.0 if p["u1"] > 0 else -1.0) if "u1" in p else 1.0
             if sign_first:
-                h[..., -1] *= sign
+                v[..., -1] *= sign
             for j in (cols[::-1] if reverse else cols):
-                h = h - 2 * np.multiply.outer(h @ U[:, j], U[:, j]) / (U[:, j] @ U[:, j])
+                v = v - 2 * np.multiply.outer(v @ U[:, j], U[:, j]) / (U[:, j] @ U[:, j])
             if not sign_first:
-                h[..., -1] *= sign
-            z = h + np.asarray(x) @ np.asarray(p["V"]).T + p["b"]
-            return np.maximum(z, z / 10)
+                v[..., -1] *= sign
+            return v
         return step
-    assert lc.result_of("5.4", one_at_a_time(True, True)).passed
-    assert "φ(Wᵀh + V x_t + b)" in _hint("5.4", one_at_a_time(False, False))
-    assert "φ(Wᵀh + V x_t + b)" in _hint("5.4", one_at_a_time(False, True))
-    assert "rightmost factor" in _hint("5.4", one_at_a_time(True, False))
+    assert lc.result_of("5.4", back_one_at_a_time(False, False)).passed
+    assert "applies W itself" in _hint("5.4", back_one_at_a_time(True, True))
+    assert "applies W itself" in _hint("5.4", back_one_at_a_time(True, False))
+    assert "H_1 is the rightmost factor" in _hint("5.4", back_one_at_a_time(False, True))
+    assert "φ to h_t again" in _hint("5.4", back_one_at_a_time(False, False, undo_phi=False))
+
+    def back_then_subtract(p, h_t, x):             # V x_t + b subtracted after W⁻¹
+        return step_back({**p, "b": 0 * p["b"]}, h_t, 0 * x) - x @ p["V"].T - p["b"]
+    assert "subtract it before you apply W⁻¹" in _hint("5.4", back_then_subtract)
+
+    def next_state(p, h_t, x):                     # one step forward instead of back
+        return lrnn.layers.ornn.step(p, h_t, x)
+    assert "h_{t+1}" in _hint("5.4", next_state)
+
+    def dense_inverse(p, h_t, x):                  # W formed (n × n), then its transpose
+        W = o.householder_product(p["U"], (1.0 if p["u1"] > 0 else -1.0) if "u1" in p else None)
+        y = jnp.asarray(h_t)
+        return (jnp.where(y < 0, 10 * y, y) - x @ p["V"].T - p["b"]) @ W
+    assert "n × n matrix" in _hint("5.4", dense_inverse)
+
+
+def test_rotation_recurrence_reference_and_its_mistakes():
+    """Exercise 3.2's float64 loop (dense 2×2 blocks) against a complex loop of the recurrence
+    x_t = γ D(θ_t)(x_{t−1} + b_t), and its "input after the turn" mistake against the library's
+    rotation scan of chapter 3, §3.3 for angles that do not change."""
+    from lrnn.course.check.ch03 import _rotation_recurrence
+    rng = np.random.default_rng(32)
+    gamma, theta = rng.uniform(0.5, 1.0, 3), rng.uniform(-np.pi, np.pi, (7, 3))
+    b = rng.standard_normal((2, 7, 6))
+    lam, z, state = gamma * np.exp(1j * theta), b[..., 0::2] + 1j * b[..., 1::2], 0
+    want = np.empty(b.shape)
+    for t in range(7):
+        state = lam[t] * (state + z[..., t, :])
+        want[..., t, 0::2], want[..., t, 1::2] = state.real, state.imag
+    assert np.allclose(_rotation_recurrence(gamma, theta, b), want, atol=1e-12)
+    fixed = np.broadcast_to(theta[:1], theta.shape)
+    after = lrnn.scan.reference.rotation_scan(gamma, theta[0], b)
+    assert np.allclose(_rotation_recurrence(gamma, fixed, b, inputs="after"), after, atol=1e-12)
+
+
+def test_step_back_undoes_the_library_step():
+    """Exercise 5.4's reference (Wᵀ by the backward pass of Algorithm 1) inverts
+    lrnn.layers.ornn.step, with m < n and with m = n (H_1, u1 of either sign)."""
+    rng = np.random.default_rng(54)
+    for m, u1 in ((3, None), (6, -0.5), (6, 0.8)):
+        p = lrnn.layers.ornn.init(jax.random.PRNGKey(m), 2, 6, m)
+        if u1 is not None:
+            p = {**p, "u1": jnp.float32(u1)}
+        h, x = rng.standard_normal((4, 6)), rng.standard_normal((4, 2))
+        h_t = lrnn.layers.ornn.step(p, jnp.asarray(h, jnp.float32), jnp.asarray(x, jnp.float32))
+        assert np.allclose(step_back(p, h_t, jnp.asarray(x, jnp.float32)), h, atol=1e-5)
 
 
 def test_wy_merge_products_of_reflections():
@@ -895,7 +1166,12 @@ def block8(p, u):
     return np.asarray(u, np.float64) + glu8(y, p["glu"]["W"], p["glu"]["b"])
 
 
-def model8(params, x, pool):
+def model8(params, x, pool, lengths=None):
+    if lengths is not None:            # 8.4 on a padded batch: each sequence alone, cut short
+        x = np.asarray(x)
+        rows = [model8(params, seq[:n], pool)
+                for seq, n in zip(x.reshape(-1, *x.shape[-2:]), np.ravel(lengths))]
+        return np.reshape(rows, x.shape[:-2] + (-1,))
     u = np.asarray(x, np.float64) @ params["encoder"]["W"] + params["encoder"]["b"]
     for p in params["blocks"]:
         u = block8(p, u)
@@ -903,12 +1179,36 @@ def model8(params, x, pool):
     return z @ params["decoder"]["W"] + params["decoder"]["b"]
 
 
+#: A and B of LRU App. D in each layer's paper: LRU §3.3 (λ from ν, θ; γ on B), RotRNN eq. 6
+#: (A = γ P D(θ) Pᵀ, P = expm(M − Mᵀ), γ from ν; input map B), oRNN eqs. 1, 7–9 (W from the
+#: reflections U and the sign u1; input map V).
+PAPER_RECURRENCE8 = {"lru": {"nu_log", "theta_log", "gamma_log", "B_re", "B_im"},
+                     "rotrnn": {"M", "theta", "nu_log", "B"}, "ornn": {"U", "u1", "V"}}
+
+
 def mask8(params):
-    rec = {"nu_log", "theta_log", "gamma_log", "B_re", "B_im"}
+    rec = set().union(*PAPER_RECURRENCE8.values())
     out = jax.tree_util.tree_map(lambda _: False, params)
     for b in out["blocks"]:
         b["layer"] = {k: k in rec for k in b["layer"]}
     return out
+
+
+def hold8(q, x, v, k):
+    """8.8 by stepping in float64 until step k, or until the state stops moving (its fixed
+    point, to float64 rounding: no k-th step can differ from it then)."""
+    lam = np.exp(-np.exp(q["nu_log"].astype(np.float64))
+                 + 1j * np.exp(q["theta_log"].astype(np.float64)))
+    c = np.exp(q["gamma_log"].astype(np.float64)) * (np.asarray(v, np.float64)
+                                                      @ (q["B_re"] + 1j * q["B_im"]).T)
+    x = np.asarray(x, np.complex128)
+    for _ in range(k):
+        new = lam * x + c
+        if np.allclose(new, x, rtol=1e-15, atol=0):
+            break
+        x = new
+    y = (x @ (q["C_re"] + 1j * q["C_im"]).T).real + q["D"] * np.asarray(v, np.float64)
+    return x, y
 
 
 def step8(q, x, v):
@@ -928,10 +1228,12 @@ def per_step8(params, x):
     return u @ params["decoder"]["W"] + params["decoder"]["b"]
 
 
-def online8(params, state, cfg, memory, chunk):
-    """8.9 in float64 with no library call: the memory is each block's LRU state (advanced by
-    step8), the running sum of the per-step outputs and the count of steps."""
-    states, total, count = memory if memory is not None else (None, 0.0, 0)
+def online8(params, state, cfg, w, memory, chunk):
+    """8.9 in float64 with no library call, one step at a time: the memory is each block's LRU
+    state (advanced by step8), S = Σ w^(L−t) u_t of the stream after the last block and Z =
+    Σ w^(L−t), both advanced by x ← w x + (u_t or 1) (LRU eq. 3 with Λ = w); the decoder
+    reads S / Z."""
+    states, total, weight = memory if memory is not None else (None, 0.0, 0.0)
     u = np.asarray(chunk, np.float64) @ params["encoder"]["W"] + params["encoder"]["b"]
     if states is None:
         states = [np.zeros(u.shape[:-2] + p["layer"]["nu_log"].shape, np.complex128)
@@ -946,13 +1248,22 @@ def online8(params, state, cfg, memory, chunk):
         y = np.asarray(jax.nn.gelu(jnp.asarray(np.stack(ys, -2), jnp.float32)), np.float64)
         u = u + glu8(y, p["glu"]["W"], p["glu"]["b"])
         new_states.append(x)
-    out = u @ params["decoder"]["W"] + params["decoder"]["b"]
-    total = total + out.sum(-2)
-    count = count + u.shape[-2]
-    return (new_states, total, count), total / count
+    for k in range(u.shape[-2]):
+        total, weight = w * total + u[..., k, :], w * weight + 1.0
+    pooled = total / weight
+    return (new_states, total, weight), pooled @ params["decoder"]["W"] + params["decoder"]["b"]
 
 
-CH8 = {"8.1": ln8, "8.2": glu8, "8.3": block8, "8.4": model8, "8.5": mask8, "8.8": step8,
+def weighted8(per_step, end, w):
+    """Σ_t w^(end−1−t) y_t / Σ_t w^(end−1−t) by adding the weighted steps one by one."""
+    total, weight = 0.0, 0.0
+    for t in range(end):
+        total = total + w ** (end - 1 - t) * np.asarray(per_step[:, t], np.float64)
+        weight = weight + w ** (end - 1 - t)
+    return total / weight
+
+
+CH8 = {"8.1": ln8, "8.2": glu8, "8.3": block8, "8.4": model8, "8.5": mask8, "8.8": hold8,
        "8.9": online8}
 
 
@@ -962,6 +1273,73 @@ def test_reference_passes_chapter_8(ex):
     res = lc.result_of(ex, CH8[ex])
     assert res.passed, res.message
     assert lc.get(ex).stronger_hint, f"exercise {ex} has no stronger hint"
+
+
+def test_chapter_8_mask_reference_is_the_papers_and_the_steps():
+    """8.5's reference marks, block by block and in a hybrid stack, the arrays the papers name
+    as A and B; and they are exactly the arrays that move a layer's step at a random state and
+    input but not at state 0 and input 0 (weights of the state and of the input, not offsets,
+    read-outs or initial states), perturbation by perturbation."""
+    from lrnn import layers
+    from lrnn.course.check import ch08
+    names = ["lru", "ornn", "rotrnn", "ornn_m2"]
+    params = ch08.random_stack(np.random.default_rng(0), names)
+    want = ch08.reference_mask(params, names)
+    for block, mask, name in zip(params["blocks"], want["blocks"], names):
+        kind = ch08._MASK_LAYERS[name][0]
+        assert {k for k, v in mask["layer"].items() if v} == \
+            PAPER_RECURRENCE8[kind] & set(block["layer"]), name
+        assert not any(jax.tree_util.tree_leaves({k: v for k, v in mask.items() if k != "layer"}))
+    assert not any(jax.tree_util.tree_leaves({k: v for k, v in want.items() if k != "blocks"}))
+    rng = np.random.default_rng(1)
+    for kind, options in [("lru", {}), ("rotrnn", {"n_heads": 2}), ("ornn", {"learn_h0": True})]:
+        spec = layers.get(kind)
+        # n = 4 per RotRNN head: in a plane (n = 2) every rotation P commutes with D(θ)
+        shapes = jax.eval_shape(lambda key: spec.init(key, 3, 8, **options), jax.random.PRNGKey(0))
+        p = {k: rng.standard_normal(v.shape).astype(np.float32) for k, v in shapes.items()}
+        if "u1" in p:
+            p["u1"] = np.float32(1.0)
+        zero = jax.tree_util.tree_map(jnp.zeros_like, spec.init_state(p, (2,)))   # not h0
+        state = jax.tree_util.tree_map(lambda z: (z + rng.standard_normal(z.shape)).astype(
+            z.dtype), zero)
+        u = rng.standard_normal((2, 3)).astype(np.float32)
+
+        def moves(key, at_state, at_input):
+            nudge = 0.5 * np.random.default_rng(2).standard_normal(np.shape(p[key]))
+            nudged = {**p, key: -p[key] if key == "u1" else p[key] + nudge}   # not symmetric
+            before, after = (spec.step(q, at_state, at_input)[0] for q in (p, nudged))
+            return not all(np.allclose(a, b) for a, b in zip(jax.tree_util.tree_leaves(before),
+                                                             jax.tree_util.tree_leaves(after)))
+        recurrence = {k for k in p if moves(k, state, u) and not moves(k, zero, 0 * u)}
+        assert recurrence == PAPER_RECURRENCE8[kind] & set(p), kind
+
+
+def test_chapter_8_hold_reference_is_stepping():
+    """8.8's reference (binary powers of the one-step map) is k float64 steps of the layer, or
+    their fixed point for k = 10^9; and each mistake its hints name is off by far more than the
+    check's tolerance on the check's inputs."""
+    from lrnn.course.check import ch08
+    from lrnn.course.check.ch02 import random_params
+    rng = np.random.default_rng(4)
+    for k in (1, 2, 7, 40, 10 ** 9):
+        q = random_params(rng, 3, 4)
+        x = rng.standard_normal((2, 4)) + 1j * rng.standard_normal((2, 4))
+        v = rng.standard_normal((2, 3))
+        want_x, want_y = hold8(q, x, v, k)
+        got_x, got_y = ch08.np_lru_hold(q, x, v, k)
+        assert np.allclose(got_x, want_x, rtol=1e-10, atol=1e-12), k
+        assert np.allclose(got_y, want_y, rtol=1e-10, atol=1e-12), k
+        for variant, _ in ch08._HOLD_STATE_HINTS + ch08._HOLD_OUTPUT_HINTS:
+            wrong_x, wrong_y = ch08.np_lru_hold(q, x, v, k, variant=variant)
+            if k == 10 ** 9 and variant in ("one_more", "one_less", "x_late", "no_x", "steady",
+                                            "read_before"):
+                continue                   # λ^k = 0: these mistakes no longer show
+            if k == 1 and variant in ("one_less", "x_late", "linear"):
+                continue                   # one step: these are the step itself
+            gap = max(np.max(np.abs(wrong_x - want_x)), np.max(np.abs(wrong_y - want_y)))
+            assert gap > 100 * ch08.ATOL, (k, variant)
+    with pytest.raises(AssertionError):        # the loop's own check: one step too few fails
+        assert np.allclose(hold8(q, x, v, 6)[0], ch08.np_lru_hold(q, x, v, 7)[0])
 
 
 def test_chapter_8_checker_transcription_is_the_library_model():
@@ -978,6 +1356,56 @@ def test_chapter_8_checker_transcription_is_the_library_model():
     assert np.allclose(ch08.np_model(params, x, "last"), want, rtol=1e-5, atol=1e-6)
     assert np.allclose(model8(params, x, "last"), want, rtol=1e-5, atol=1e-6)
     assert not np.allclose(ch08.np_model(params, x, "last", "post_norm"), want, atol=1e-2)
+
+
+def test_chapter_8_padded_reference_is_each_sequence_alone():
+    """8.4's reference on a padded batch (the library's per-step outputs pooled over each
+    sequence's own steps) is lrnn.model.apply on each sequence cut to its own length, one at a
+    time, and so are this file's model8 and the hints' transcription; what fills the padding
+    does not enter them; each mistake the hints name is off by far more than the tolerance."""
+    from lrnn.course.check import ch08
+    rng = np.random.default_rng(84)
+    params = ch08.random_model(rng, 3, 3, 2, 2, 4)
+    lengths = np.array([1, 5, 3])
+    x = rng.standard_normal((3, 5, 3)).astype(np.float32)
+    junk = (np.arange(5) >= lengths[:, None])[..., None]
+    for pool in ("mean", "last"):
+        alone = np.stack([ch08.reference_model(params, x[b, :n], pool)
+                          for b, n in enumerate(lengths)])
+        for fill in (25.0, -3.0):
+            padded = np.where(junk, fill, x).astype(np.float32)
+            want = ch08.reference_padded(params, padded, pool, lengths)
+            assert np.allclose(want, alone, rtol=1e-5, atol=1e-6), (pool, fill)
+            for mine in (model8(params, padded, pool, lengths),
+                         ch08.np_padded_model(params, padded, pool, lengths)):
+                assert np.allclose(mine, alone, rtol=1e-5, atol=1e-6), (pool, fill)
+            for variant, _ in ch08._PADDED_HINTS[pool]:
+                wrong = ch08.np_padded_model(params, padded, pool, lengths, variant)
+                assert not np.allclose(wrong, want, rtol=10 * ch08.RTOL,
+                                       atol=10 * ch08.ATOL), (pool, fill, variant)
+
+
+def test_chapter_8_weighted_reference_is_the_sum_step_by_step():
+    """8.9's reference (each prefix's weighted mean from its definition) is the weighted steps
+    added one by one; the chunk-by-chunk transcription behind the hints gives the same for
+    every chunking with no mistake switched on, the plain mean at w = 1; and each mistake it
+    names moves the output by far more than the check's tolerance on the check's chunking."""
+    from lrnn.course.check import ch08
+    per_step = np.random.default_rng(89).standard_normal((2, 7, 3))
+    for w in (1.0, 0.9, 0.7, 0.3):
+        for lengths in ([3, 3, 1], [1] * 7, [2, 3, 2], [7]):
+            ends = np.cumsum(lengths)
+            want = [weighted8(per_step, end, w) for end in ends]
+            for got in (ch08.weighted_prefix_means(per_step, ends, w),
+                        ch08.np_weighted_chunks(per_step, lengths, w)):
+                assert all(np.allclose(g, v, rtol=1e-12, atol=1e-12) for g, v in zip(got, want))
+        if w == 1.0:
+            assert np.allclose(want[-1], per_step.mean(1), rtol=1e-12, atol=1e-12)
+    ends = np.cumsum([3, 3, 1])
+    want = ch08.weighted_prefix_means(per_step, ends, 0.7)
+    for variant, _ in ch08._WEIGHTED_HINTS:
+        wrong = ch08.np_weighted_chunks(per_step, [3, 3, 1], 0.7, variant)
+        assert max(np.max(np.abs(a - b)) for a, b in zip(wrong, want)) > 100 * ch08.ATOL, variant
 
 
 def test_hints_chapter_8():
@@ -1058,8 +1486,22 @@ def test_hints_chapter_8():
             b["layer"]["C_re"] = b["layer"]["C_im"] = True
         return m
     assert "read-out" in _hint("8.5", with_c)
-    assert "only the LRU layer" in _hint("8.5", lambda params: jax.tree_util.tree_map(
+    assert "only the recurrent layer's" in _hint("8.5", lambda params: jax.tree_util.tree_map(
         lambda _: True, params))
+
+    def lru_names_only(params):            # the old exercise's mask, on every layer
+        m = mask8(params)
+        for b in m["blocks"]:
+            b["layer"] = {k: v and k in PAPER_RECURRENCE8["lru"] for k, v in b["layer"].items()}
+        return m
+    assert "RotRNN's recurrence" in _hint("8.5", lru_names_only)
+
+    def with_bias(params):                 # the oRNN's b exempt with W and V
+        m = mask8(params)
+        for b in m["blocks"]:
+            b["layer"] = {k: v or k == "b" for k, v in b["layer"].items()}
+        return m
+    assert "exempts the oRNN's bias b" in _hint("8.5", with_bias)
 
 
 
@@ -1100,23 +1542,40 @@ def test_hints_chapter_8_loop():
 @pytest.mark.slow
 def test_hints_chapter_8_online():
 
-    def read_old_state(q, x, v):
-        x_new, _ = step8(q, x, v)
-        return x_new, (np.asarray(x) @ (q["C_re"] + 1j * q["C_im"]).T).real + q["D"] * v
-    assert "reads the new state" in _hint("8.8", read_old_state)
-    assert "γ normalisation" in _hint("8.8", lambda q, x, v: step8(
-        {**q, "gamma_log": np.zeros_like(q["gamma_log"])}, x, v))
+    def read_old_state(q, x, v, k):
+        x_k, _ = hold8(q, x, v, k)
+        x_before, _ = hold8(q, x, v, k - 1)
+        return x_k, (x_before @ (q["C_re"] + 1j * q["C_im"]).T).real + q["D"] * v
+    assert "one step earlier" in _hint("8.8", read_old_state)
+    assert "as if γ = 1" in _hint("8.8", lambda q, x, v, k: hold8(
+        {**q, "gamma_log": np.zeros_like(q["gamma_log"])}, x, v, k))
+    assert "k + 1 steps of v" in _hint("8.8", lambda q, x, v, k: (
+        hold8(q, x, v, k)[0] + hold8(q, np.zeros_like(x), v, k + 1)[0]
+        - hold8(q, np.zeros_like(x), v, k)[0], hold8(q, x, v, k)[1]))
 
-    def from_zero(params, state, cfg, memory, chunk):
-        memory, mean = online8(params, state, cfg, None if memory is None else
+    def from_zero(params, state, cfg, w, memory, chunk):
+        memory, mean = online8(params, state, cfg, w, None if memory is None else
                                (None,) + tuple(memory[1:]), chunk)
         return memory, mean
     assert "zero state" in _hint("8.9", from_zero)
 
-    def hoard(params, state, cfg, memory, chunk):
+    def hoard(params, state, cfg, w, memory, chunk):
         seen = [np.asarray(chunk)] if memory is None else memory + [np.asarray(chunk)]
-        return seen, per_step8(params, np.concatenate(seen, -2)).mean(-2)
+        out = per_step8(params, np.concatenate(seen, -2))
+        return seen, weighted8(out, out.shape[-2], w)
     assert "memory grows" in _hint("8.9", hoard)
+
+    def plain_sum(params, state, cfg, w, memory, chunk):       # the w of every step ignored
+        return online8(params, state, cfg, 1.0, memory, chunk)
+    assert "weighs the same" in _hint("8.9", plain_sum)
+
+    def no_aging(params, state, cfg, w, memory, chunk):      # weights restart in every chunk
+        states, total, weight = memory if memory is not None else (None, 0.0, 0.0)
+        memory, _ = online8(params, state, cfg, w, (states, 0.0, 0.0), chunk)
+        total, weight = total + memory[1], weight + memory[2]
+        return (memory[0], total, weight), (total / weight) @ params["decoder"]["W"] \
+            + params["decoder"]["b"]
+    assert "do not fade" in _hint("8.9", no_aging)
 
 
 
@@ -1170,13 +1629,40 @@ def _eight_of_nine_by_luck():
     return sum(w >= 8 for w in wins) / len(orders)
 
 
-def _carry_bytes(depth, d_state, d_model, batch):
+def _carry_bytes(layer, depth, d_state, d_model, batch):
+    """The bytes of the model's carry after one step of lrnn.model.step, built and measured."""
     from lrnn import model
-    cfg = model.ModelConfig(layer="lru", d_input=1, depth=depth, d_model=d_model,
+    cfg = model.ModelConfig(layer=layer, d_input=1, depth=depth, d_model=d_model,
                             d_state=d_state, pool="last")
-    params, _ = model.init(jax.random.PRNGKey(0), cfg)
+    params, state = model.init(jax.random.PRNGKey(0), cfg)
     carry = model.init_carry(params, cfg, (batch,))
+    carry, _ = model.step(params, state, carry, jnp.ones((batch, 1)), cfg)
     return sum(leaf.nbytes for leaf in jax.tree_util.tree_leaves(carry))
+
+
+def _fewest_chunks_from_the_data(B, N):
+    """Exercise 6.6 from the stored H100 runs and the kernel's own register estimate: U the
+    largest power of two that ``pallas_tuning.registers`` fits in a thread, the floor's copy
+    rate (the peers' file), the latency of one dependent step (the probe's U = 1 row); then C
+    counted up until every multiprocessor has a program and Little's law allows the floor."""
+    import json
+    from pathlib import Path
+
+    from lrnn.scan import pallas_triton, pallas_tuning
+    data = Path(__file__).resolve().parents[1] / "book" / "data"
+    peers = json.loads((data / "bench_scan_h100_peers.json").read_text())
+    probe = json.loads((data / "bench_scan_h100_probe.json").read_text())
+    copy_Bps = next(r["GBps"] for r in peers["rows"] if r["what"] == "copy") * 1e9
+    latency = next(r["ms"] for r in probe["rows"] if r.get("shape") == [64, 4096, 256]
+                   and r.get("U") == 1 and r["bn"] == 32) / 1e3 / 4096
+    U = 1
+    while pallas_tuning.registers(pallas_triton.Tiles(block_n=32, unroll=2 * U), "ti-complex",
+                                  False) <= pallas_tuning.MAX_REGISTERS:
+        U *= 2
+    C = 1
+    while B * (N // 32) * C < 132 or B * N * C * U * 16 < copy_Bps * latency:
+        C += 1
+    return C
 
 
 PREDICTIONS = {
@@ -1185,9 +1671,9 @@ PREDICTIONS = {
     "3.6": lambda: _first_backwards(0.95, 0.3),
     "4.6": lambda: _drift_by_series(0.8, 0.9, np.pi / 2, terms=3),
     "5.6": lambda: _real_eigenvalues(8, 3),
-    "6.6": lambda: 2.94e12 * 0.53e-6 / (4 * 256 * 16),
+    "6.6": lambda: _fewest_chunks_from_the_data(1, 96),
     "7.6": _eight_of_nine_by_luck,
-    "8.10": lambda: _carry_bytes(4, 128, 256, 16),
+    "8.10": lambda: _carry_bytes("rotlstm", 3, 96, 256, 16),
 }
 
 
@@ -1214,7 +1700,7 @@ def test_prediction_answers_are_one_number():
 
 
 def test_prediction_hints_name_the_mistake():
-    assert "one later" in lc.result_of("1.7", 89).message
+    assert "still above it" in lc.result_of("1.7", 89).message
     assert "|λ|², not |λ|" in lc.result_of("2.8", (0.999 - np.exp(-0.01)) / 0.499).message
     assert "does not rotate" in lc.result_of("4.6", _drift_by_series(0.8, 0.9, 0.0, terms=3)).message
     assert "stationary drift factor" in lc.result_of("4.6", 0.3172).message
@@ -1225,4 +1711,5 @@ def test_prediction_hints_name_the_mistake():
     assert "a count of −1's that it allows" in said[7]
     assert "not independent" in lc.result_of("7.6", 10 * 0.5 ** 9).message
     assert "clean sweep alone" in lc.result_of("7.6", 1 / 20).message
-    assert "8 bytes" in lc.result_of("8.10", 32768).message
+    assert "neither can be computed from the other" in lc.result_of("8.10", 18432).message
+    assert "angles" in lc.result_of("8.10", 46080).message

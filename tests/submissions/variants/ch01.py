@@ -26,6 +26,11 @@ a_me, b_me = rng_me.uniform(-1, 1, (2, 33, 3)), rng_me.standard_normal((2, 33, 3
 x_lib = np.asarray(lrnn.linear_scan(a_me, b_me, method="sequential"))
 print("operator:", np.allclose(binary_operator((a_me, b_me), (a_me, b_me))[1],
                                lrnn.scan.binary_operator((a_me, b_me), (a_me, b_me))[1]))
+M1_me, M2_me = rng_me.standard_normal((2, 4, 3, 3))
+v1_me, v2_me, x_me = rng_me.standard_normal((3, 4, 3))
+M_me, v_me = binary_operator((M1_me, v1_me), (M2_me, v2_me))
+two_steps = np.einsum("bij,bj->bi", M2_me, np.einsum("bij,bj->bi", M1_me, x_me) + v1_me) + v2_me
+print("operator, matrices:", np.allclose(np.einsum("bij,bj->bi", M_me, x_me) + v_me, two_steps))
 print("parallel_scan:", np.allclose(parallel_scan(a_me, b_me), x_lib, rtol=1e-4, atol=1e-5))
 print("chunked_scan:", np.allclose(chunked_scan(a_me, b_me, 5), x_lib, rtol=1e-4, atol=1e-5))
 K1_me, K2_me = rng_me.standard_normal((2, 9, 3, 3))
@@ -46,23 +51,32 @@ print("spectral_radius:", np.isclose(spectral_radius(A_me),
 
 BINARY_OPERATOR_1 = '''\
 def binary_operator(left, right):
-    """Compose two steps of x_t = a_t x_{t-1} + b_t: first `left`, then `right`."""
+    """Compose two steps x -> a x + b: first `left`, then `right`."""
     (a1, b1), (a2, b2) = left, right
-    # a2 * (a1 * x + b1) + b2
-    gain = a2 * a1
-    offset = a2 * b1 + b2
+    if np.ndim(a1) > np.ndim(b1):                     # a matrix per element
+        # a2 (a1 x + b1) + b2 = (a2 a1) x + (a2 b1 + b2)
+        gain = np.einsum("...ij,...jk->...ik", a2, a1)
+        offset = np.einsum("...ij,...j->...i", a2, b1) + b2
+    else:                                             # element-wise
+        gain = a2 * a1
+        offset = a2 * b1 + b2
     return gain, offset'''
 
 BINARY_OPERATOR_2 = {"helpers": ['''\
 def apply_step(step, x):
-    """One step x -> a x + b of the recurrence."""
-    a, b = step
-    return a * x + b'''], "answer": '''\
+    """One step x -> A x + b: A a matrix per element (one axis more than b) or element-wise."""
+    A, b = step
+    if np.ndim(A) == np.ndim(b) + 1:
+        return np.matmul(A, np.expand_dims(x, -1))[..., 0] + b
+    return A * x + b'''], "answer": '''\
 def binary_operator(left, right):
     a_r, b_r = right
     a_l, b_l = left
-    new_a = np.multiply(a_r, a_l)
     new_b = apply_step(right, b_l)          # where `right` sends left's constant
+    if np.ndim(a_l) == np.ndim(b_l) + 1:
+        new_a = np.matmul(a_r, a_l)         # left acts first: its matrix on the right
+    else:
+        new_a = np.multiply(a_r, a_l)
     return new_a, new_b'''}
 
 PARALLEL_SCAN_1 = '''\

@@ -9,7 +9,14 @@ print(lru.ring_from_uniforms(np.array([0.3]), np.array([0.6]), r_min=0.5, r_max=
     "ex2.3-solution": ['''\
 p_try = lru.init(jax.random.PRNGKey(0), 2, 4)
 u_try = np.ones((5, 2), np.float32)
-print(lru.hidden_states(p_try, u_try).shape, lru.apply(p_try, u_try).shape)'''],
+print(lru.hidden_states(p_try, u_try).shape, lru.apply(p_try, u_try).shape)
+state_try, y_try = lru.step(p_try, lru.init_state(p_try), u_try[0])
+print(state_try["x"].shape, y_try.shape)'''],
+    "ex2.4-solution": ['''\
+p_bi_try = lru.init(jax.random.PRNGKey(1), 2, 4, bidirectional=True)
+u_bi_try = np.ones((6, 2), np.float32)
+print(lru.apply(p_bi_try, u_bi_try).shape, lru.hidden_states(p_bi_try, u_bi_try).shape)
+print(lru.impulse_response(lru.init(jax.random.PRNGKey(1), 2, 4), 6).shape)'''],
 }
 
 SELF_CHECK = '''\
@@ -27,9 +34,13 @@ modulus_me = np.exp(-np.exp(np.asarray(nu_me, np.float64)))
 print("cdf:", abs(np.mean(-1 / np.log(modulus_me) <= 2.0) - memory_cdf(2.0, 0.3, 0.9)) < 0.02)
 p_me = lru.init(jax.random.PRNGKey(3), 3, 5, r_min=0.5, r_max=0.95)
 u_me = rng_me.standard_normal((2, 20, 3)).astype(np.float32)
-print("states:", np.allclose(lru_hidden_states(p_me, u_me), lru.hidden_states(p_me, u_me),
-                             rtol=1e-3, atol=1e-4))
-print("apply:", np.allclose(lru_apply(p_me, u_me), lru.apply(p_me, u_me), rtol=1e-3, atol=1e-4))
+x0_me = (rng_me.standard_normal((2, 5)) + 1j * rng_me.standard_normal((2, 5))).astype(np.complex64)
+x_lib = lrnn.linear_scan(lru.eigenvalues(p_me), u_me @ lru.normalized_B(p_me).T, initial=x0_me)
+print("states:", np.allclose(lru_hidden_states(p_me, u_me, x0_me), x_lib, rtol=1e-3, atol=1e-4))
+p_bi_me = lru.init(jax.random.PRNGKey(4), 3, 5, bidirectional=True)
+K_me = np.asarray(lru_bidirectional_kernel(p_bi_me, 20))
+y_me = np.stack([sum(K_me[19 + k - m] @ u_me[0, m] for m in range(20)) for k in range(20)])
+print("kernel:", np.allclose(y_me, lru.apply(p_bi_me, u_me[0]), rtol=1e-3, atol=1e-4))
 print("gamma:", np.allclose(gamma_log_for_length(p_me["nu_log"], 20_000), p_me["gamma_log"],
                             atol=1e-3))
 radii_me = rng_me.uniform(0.5, 0.9, 200_000)
@@ -89,8 +100,8 @@ def memory_cdf(t, r_min, r_max):
     return np.array(shares).reshape(t.shape)'''}
 
 STATES_1 = '''\
-def lru_hidden_states(params, u):
-    """Complex LRU states x_k, shape (..., L, N), for real u of shape (..., L, H)."""
+def lru_hidden_states(params, u, x_init):
+    """Complex LRU states x_k, shape (..., L, N), from x_{-1} = x_init."""
     u = np.asarray(u, dtype=np.float64)
     nu = np.exp(np.asarray(params["nu_log"], np.float64))
     theta = np.exp(np.asarray(params["theta_log"], np.float64))
@@ -98,7 +109,7 @@ def lru_hidden_states(params, u):
     gamma = np.exp(np.asarray(params["gamma_log"], np.float64))
     B = gamma[:, None] * (np.asarray(params["B_re"]) + 1j * np.asarray(params["B_im"]))
     drive = u @ B.T                                   # (..., L, N)
-    x = np.zeros(drive.shape[:-2] + drive.shape[-1:], complex)
+    x = np.array(x_init, dtype=complex)               # the state before step 0
     states = []
     for k in range(drive.shape[-2]):                  # the recurrence, step by step
         x = lam * x + drive[..., k, :]
@@ -109,38 +120,52 @@ STATES_2 = '''\
 import jax.numpy as jnp
 
 
-def lru_hidden_states(params, u):
+def lru_hidden_states(params, u, x_init):
     lam = jnp.exp(-jnp.exp(params["nu_log"]) + 1j * jnp.exp(params["theta_log"]))
     B = (params["B_re"] + 1j * params["B_im"]) * jnp.exp(params["gamma_log"])[:, None]
     Bu = jnp.asarray(u) @ B.T
+    # x_0 = lam x_init + Bu_0: fold the carried state into the first input, scan from zero
+    Bu = Bu.at[..., 0, :].add(lam * jnp.asarray(x_init))
+    return lrnn.linear_scan(lam, Bu)'''
 
-    def step(x, b_k):
-        x = lam * x + b_k
-        return x, x
+KERNEL_1 = '''\
+def lru_bidirectional_kernel(params, L):
+    nu = np.exp(np.asarray(params["nu_log"], np.float64))
+    theta = np.exp(np.asarray(params["theta_log"], np.float64))
+    lam = np.exp(-nu + 1j * theta)
+    gamma = np.exp(np.asarray(params["gamma_log"], np.float64))
+    B = gamma[:, None] * (np.asarray(params["B_re"]) + 1j * np.asarray(params["B_im"]))
+    C = np.asarray(params["C_re"]) + 1j * np.asarray(params["C_im"])
+    N, H = len(lam), B.shape[1]
+    C_fwd, C_bwd = C[:, :N], C[:, N:]
+    K = np.zeros((2 * L - 1, H, H))
+    for j in range(L):
+        power = np.diag(lam ** j)
+        K[L - 1 + j] += (C_fwd @ power @ B).real      # u_{k-j}, read by the forward states
+        K[L - 1 - j] += (C_bwd @ power @ B).real      # u_{k+j}, read by the backward states
+    K[L - 1] += np.diag(np.asarray(params["D"], np.float64))
+    return K'''
 
-    x0 = jnp.zeros(Bu.shape[:-2] + Bu.shape[-1:], Bu.dtype)
-    _, xs = jax.lax.scan(step, x0, jnp.moveaxis(Bu, -2, 0))
-    return jnp.moveaxis(xs, 0, -2)'''
-
-APPLY_1 = '''\
-def lru_apply(params, u):
-    states = np.asarray(lru_hidden_states(params, u))
-    C_re, C_im = np.asarray(params["C_re"]), np.asarray(params["C_im"])
-    # Re((C_re + i C_im) x) = C_re Re x − C_im Im x
-    y = states.real @ C_re.T - states.imag @ C_im.T
-    return y + np.asarray(params["D"]) * np.asarray(u)'''
-
-APPLY_2 = {"helpers": ['''\
+KERNEL_2 = {"helpers": ['''\
 import jax.numpy as jnp
 
 
-def read_out(params, x):
-    """Re(C x_k) for every step: (..., L, N) -> (..., L, H)."""
+def both_directions(params, u):
+    """The forward and the backward LRU states for real u (..., L, H), each (..., L, N)."""
+    lam = jnp.exp(-jnp.exp(params["nu_log"]) + 1j * jnp.exp(params["theta_log"]))
+    B = (params["B_re"] + 1j * params["B_im"]) * jnp.exp(params["gamma_log"])[:, None]
+    Bu = jnp.einsum("...lh,nh->...ln", jnp.asarray(u), B)
+    return lrnn.linear_scan(lam, Bu), lrnn.linear_scan(lam, Bu, reverse=True)'''], "answer": '''\
+def lru_bidirectional_kernel(params, L):
+    H, N = params["D"].shape[0], params["nu_log"].shape[0]
+    u = np.zeros((H, 2 * L - 1, H), np.float32)       # channel i: an impulse at step L - 1
+    u[:, L - 1, :] = np.eye(H)
+    fwd, bwd = both_directions(params, u)
     C = jnp.asarray(params["C_re"]) + 1j * jnp.asarray(params["C_im"])
-    return jnp.real(jnp.einsum("hn,...ln->...lh", C, x))'''], "answer": '''\
-def lru_apply(params, u):
-    x = jnp.asarray(lru_hidden_states(params, u))
-    return read_out(params, x) + jnp.asarray(params["D"]) * jnp.asarray(u)'''}
+    y = jnp.real(jnp.einsum("hn,iln->ilh", C[:, :N], fwd)
+                 + jnp.einsum("hn,iln->ilh", C[:, N:], bwd)) + params["D"] * u
+    # the output at step L - 1 + j is the lag j: K[L - 1 + j][:, i] = y[i, L - 1 + j]
+    return jnp.transpose(y, (1, 2, 0))'''}
 
 GAMMA_1 = '''\
 def gamma_log_for_length(nu_log, T):
@@ -186,7 +211,7 @@ VARIANTS = {
     "ex2.1-solution": [RING_1, RING_2],
     "ex2.2-solution": [CDF_1, CDF_2],
     "ex2.3-solution": [STATES_1, STATES_2],
-    "ex2.4-solution": [APPLY_1, APPLY_2],
+    "ex2.4-solution": [KERNEL_1, KERNEL_2],
     "ex2.5-solution": [GAMMA_1, GAMMA_2],
     "ex2.6-solution": [BLOWUP_1, BLOWUP_2],
     "ex2.8-solution": ['share_remembering_100 = 0.024',

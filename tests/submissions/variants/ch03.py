@@ -23,7 +23,9 @@ print(scipy.linalg.fractional_matrix_power(A_try, 0.5))
 print(scipy.linalg.sqrtm(A_try), scipy.linalg.logm(A_try))'''],
     "ex3.4-solution": ['''\
 p_try = lrnn.layers.gru.init(jax.random.PRNGKey(0), 3, 4)
-print(lrnn.layers.gru.cell(p_try, jnp.zeros(4), jnp.ones(3))[0])'''],
+print(lrnn.layers.gru.cell(p_try, jnp.zeros(4), jnp.ones(3))[0])
+state_try, y_try = lrnn.layers.gru.step(p_try, lrnn.layers.gru.init_state(p_try), jnp.ones(3))
+print(y_try, lrnn.layers.gru.apply(p_try, jnp.ones((5, 3))).shape)'''],
 }
 
 SELF_CHECK = '''\
@@ -35,8 +37,9 @@ g_me = rng_me.uniform(0.5, 1.0, 3).astype(np.float32)
 th_me = rng_me.uniform(-np.pi, np.pi, 3).astype(np.float32)
 b_me = rng_me.standard_normal((2, 10, 6)).astype(np.float32)
 th_steps_me = np.broadcast_to(th_me, (10, 3))          # the same angles at every step
+b_turned_me = np.repeat(g_me, 2) * np.asarray(lrnn.orthogonal.rotate_pairs(b_me, th_me))
 print("rotation_recurrence:", np.allclose(rotation_recurrence(g_me, th_steps_me, b_me),
-                                          lrnn.rotation_scan(g_me, th_me, b_me), atol=1e-4))
+                                          lrnn.rotation_scan(g_me, th_me, b_turned_me), atol=1e-4))
 P_me = np.asarray(lrnn.orthogonal.skew_expm(M_me), np.float64)
 A_me = P_me @ np.asarray(lrnn.orthogonal.block_rotation(th_me), np.float64) @ P_me.T
 print("rotation_power:", np.allclose(rotation_power(P_me, th_me, 3),
@@ -44,9 +47,14 @@ print("rotation_power:", np.allclose(rotation_power(P_me, th_me, 3),
 half_me = np.asarray(rotation_power(P_me, th_me, 0.5), np.float64)
 print("rotation_power, s = 1/2:", np.allclose(half_me @ half_me, A_me, atol=1e-4))
 p_me = lrnn.layers.gru.init(jax.random.PRNGKey(1), 3, 4)
+gates_me = ("z", "r", "h", "rot")
+fused_me = {"kernel": jnp.concatenate([p_me[f"W_{g}"][:, 4:] for g in gates_me]).T,
+            "recurrent_kernel": jnp.concatenate([p_me[f"W_{g}"][:, :4] for g in gates_me]).T,
+            "bias": jnp.concatenate([p_me[f"b_{g}"] + 0.1 for g in gates_me])}
+p_me = {k: v + 0.1 if k.startswith("b_") else v for k, v in p_me.items()}
 h_me, x_me = jnp.asarray(rng_me.standard_normal(4)), jnp.asarray(rng_me.standard_normal(3))
-print("rotgru_cell:", np.allclose(rotgru_cell(p_me, h_me, x_me)[0],
-                                  lrnn.layers.gru.cell(p_me, h_me, x_me)[0], atol=1e-5))'''
+print("rotgru_fused:", np.allclose(rotgru_fused(fused_me, h_me, x_me)[0],
+                                   lrnn.layers.gru.cell(p_me, h_me, x_me)[0], atol=1e-5))'''
 
 SKEW_EXPM_1 = '''\
 def skew_expm(M):
@@ -85,32 +93,24 @@ def rotation_recurrence(gamma, theta, b):
     gamma, theta = np.asarray(gamma, np.float64), np.asarray(theta, np.float64)
     out = np.empty_like(z)
     state = np.zeros(z.shape[:-2] + z.shape[-1:], complex)
-    for t in range(z.shape[-2]):                   # K complex channels, a new factor each step
-        state = gamma * np.exp(1j * theta[t]) * state + z[..., t, :]
+    for t in range(z.shape[-2]):                   # add the input, then turn and shrink the sum
+        state = gamma * np.exp(1j * theta[t]) * (state + z[..., t, :])
         out[..., t, :] = state
     x = np.empty(b.shape)
     x[..., 0::2], x[..., 1::2] = out.real, out.imag
     return x'''
 
-ROTATION_RECURRENCE_2 = '''\
+ROTATION_RECURRENCE_2 = {"helpers": ['''\
+def as_complex_pairs(v):
+    return v[..., ::2] + 1j * v[..., 1::2]'''], "answer": '''\
 def rotation_recurrence(gamma, theta, b):
-    """The pairs rotated with this step's cos and sin in a lax.scan, no complex numbers."""
-    b = jnp.asarray(b)
-    c = jnp.asarray(gamma) * jnp.cos(jnp.asarray(theta))          # (L, K)
-    s = jnp.asarray(gamma) * jnp.sin(jnp.asarray(theta))
-    even, odd = b[..., 0::2], b[..., 1::2]          # (..., L, K)
-
-    def step(carry, inputs):
-        p, q = carry
-        u, v, c_t, s_t = inputs
-        p, q = c_t * p - s_t * q + u, s_t * p + c_t * q + v
-        return (p, q), (p, q)
-
-    zeros = jnp.zeros(even.shape[:-2] + even.shape[-1:], b.dtype)
-    _, (P, Q) = jax.lax.scan(step, (zeros, zeros),
-                             (jnp.moveaxis(even, -2, 0), jnp.moveaxis(odd, -2, 0), c, s))
-    x = jnp.stack([jnp.moveaxis(P, 0, -2), jnp.moveaxis(Q, 0, -2)], axis=-1)
-    return x.reshape(b.shape)'''
+    """Scan y_t = x_{t-1} + b_t (the sum before step t turns it), then x_t = λ_t y_t."""
+    lam = jnp.asarray(gamma) * jnp.exp(1j * jnp.asarray(theta))          # (L, K)
+    # y_t = λ_{t-1} y_{t-1} + b_t: the coefficient of step t is the previous step's λ
+    shifted = jnp.concatenate([jnp.zeros_like(lam[:1]), lam[:-1]], axis=0)
+    y = lrnn.linear_scan(shifted, as_complex_pairs(jnp.asarray(b)))
+    x = lam * y
+    return jnp.stack([jnp.real(x), jnp.imag(x)], axis=-1).reshape(jnp.shape(b))'''}
 
 ROTATION_POWER_1 = '''\
 def rotation_power(P, theta, s):
@@ -140,35 +140,47 @@ def rotate_in_pairs(v, angles):
     c, s = np.cos(angles), np.sin(angles)
     even, odd = v[..., 0::2], v[..., 1::2]
     out = np.stack([c * even - s * odd, s * even + c * odd], axis=-1)
-    return out.reshape(out.shape[:-2] + (-1,))'''], "answer": '''\
-def rotgru_cell(params, h, x_t):
-    p = {k: np.asarray(v, np.float64) for k, v in params.items()}
+    return out.reshape(out.shape[:-2] + (-1,))''', '''\
+def split_blocks(params):
+    """The fused columns as {gate: (kernel part, recurrent part, bias part)}."""
+    K, R, b = (np.asarray(params[k], np.float64) for k in ("kernel", "recurrent_kernel", "bias"))
+    n = R.shape[0]
+    names = ["z", "r", "h"] + (["rot"] if K.shape[1] > 3 * n else [])
+    edges = [0, n, 2 * n, 3 * n, K.shape[1]]
+    return {g: (K[:, edges[i]:edges[i + 1]], R[:, edges[i]:edges[i + 1]], b[edges[i]:edges[i + 1]])
+            for i, g in enumerate(names)}'''], "answer": '''\
+def rotgru_fused(params, h, x_t):
+    blocks = split_blocks(params)
     h, x_t = np.asarray(h, np.float64), np.asarray(x_t, np.float64)
-    n = h.shape[-1]
 
-    def affine(g, state_part, input_part):         # W_g [state, input] + b_g, W_g split in two
-        W = p[f"W_{g}"]
-        return state_part @ W[:, :n].T + input_part @ W[:, n:].T + p[f"b_{g}"]
+    def affine(g, state):                          # W_g [state, x_t] + b_g from the blocks
+        K, R, b = blocks[g]
+        return state @ R + x_t @ K + b
 
-    z = sigmoid(affine("z", h, x_t))
-    d = h * sigmoid(affine("r", h, x_t))
-    r = rotate_in_pairs(d, 2 * np.pi * sigmoid(affine("rot", h, x_t))) if "W_rot" in p else d
-    h_hat = np.tanh(affine("h", r, x_t))
+    z = sigmoid(affine("z", h))
+    r = h * sigmoid(affine("r", h))
+    if "rot" in blocks:
+        r = rotate_in_pairs(r, 2 * np.pi * sigmoid(affine("rot", h)))
+    h_hat = np.tanh(affine("h", r))                # the candidate reads r_t
     h_new = h + z * (h_hat - h)
     return h_new, h_new'''}
 
 ROTGRU_2 = '''\
-def rotgru_cell(params, h, x_t):
-    """The given step with its two lines mended: the gated state turns, z weighs the candidate."""
-    xc = jnp.concatenate([h, x_t], axis=-1)
-    z = jax.nn.sigmoid(xc @ params["W_z"].T + params["b_z"])
-    reset = jax.nn.sigmoid(xc @ params["W_r"].T + params["b_r"])
+def rotgru_fused(params, h, x_t):
+    """The given step mended: the blocks read in the order z, r; the reset gate and the
+    rotation act on h_{t-1} before the candidate's recurrent columns read it."""
+    R = params["recurrent_kernel"]
+    n = R.shape[0]
+    pre = x_t @ params["kernel"] + params["bias"]
+    rec = h @ R
+    z = jax.nn.sigmoid(pre[..., :n] + rec[..., :n])
+    reset = jax.nn.sigmoid(pre[..., n:2 * n] + rec[..., n:2 * n])
     state = reset * h
-    if "W_rot" in params:
-        u = 2 * jnp.pi * jax.nn.sigmoid(xc @ params["W_rot"].T + params["b_rot"])
+    if pre.shape[-1] > 3 * n:
+        u = 2 * jnp.pi * jax.nn.sigmoid(pre[..., 3 * n:] + rec[..., 3 * n:])
         state = rotate_pairs(state, u)
-    h_hat = jnp.tanh(jnp.concatenate([state, x_t], axis=-1) @ params["W_h"].T + params["b_h"])
-    h_new = z * h_hat + (1 - z) * h
+    h_hat = jnp.tanh(pre[..., 2 * n:3 * n] + state @ R[:, 2 * n:3 * n])
+    h_new = (1 - z) * h + z * h_hat
     return h_new, h_new'''
 
 VARIANTS = {

@@ -12,7 +12,12 @@ print(jax.jacrev(f_try)(jnp.asarray(U_try)).shape, jax.jacfwd(f_try)(jnp.asarray
 print(np.asarray(lrnn.orthogonal.wy_transform(U_try, np.ones(5, np.float32))))'''],
     "ex5.4-solution": ['''\
 p_try = lrnn.layers.ornn.init(jax.random.PRNGKey(0), 2, 4, 4)
-print(lrnn.layers.ornn.step(p_try, jnp.ones(4), jnp.ones(2)))'''],
+h_try = lrnn.layers.ornn.step(p_try, jnp.ones(4), jnp.ones(2))
+W_try = lrnn.layers.ornn.transition_matrix(p_try)
+print(W_try.T @ (jnp.where(h_try < 0, 10 * h_try, h_try) - p_try["V"] @ jnp.ones(2) - p_try["b"]))
+U_try = np.tril(np.random.default_rng(1).standard_normal((5, 3))).astype(np.float32)
+print(np.asarray(lrnn.orthogonal.householder_product(U_try)).round(3))
+print(np.asarray(lrnn.orthogonal.wy_matrix(U_try)).round(3))'''],
 }
 
 SELF_CHECK = '''\
@@ -36,8 +41,9 @@ print("wy_merge:", np.allclose(np.eye(6) - Uw @ Tw @ Uw.T, W_lib, atol=1e-5))
 for m_me in (2, 4):
     p_me = lrnn.layers.ornn.init(jax.random.PRNGKey(m_me), 3, 4, m_me)
     h_me, xt_me = jnp.asarray(rng_me.standard_normal(4)), jnp.asarray(rng_me.standard_normal(3))
-    print("ornn_step", m_me, np.allclose(ornn_step(p_me, h_me, xt_me),
-                                         lrnn.layers.ornn.step(p_me, h_me, xt_me), atol=1e-5))'''
+    ht_me = lrnn.layers.ornn.step(p_me, h_me, xt_me)
+    print("ornn_step_back", m_me, np.allclose(ornn_step_back(p_me, ht_me, xt_me), h_me,
+                                              atol=1e-5))'''
 
 REFLECTOR_1 = '''\
 def reflector(x, y):
@@ -129,36 +135,44 @@ def wy_merge(U1, T1, U2, T2):
     return U, T'''
 
 STEP_1 = '''\
-def ornn_step(params, h, x_t):
+def ornn_step_back(params, h_t, x_t):
     U = np.asarray(params["U"], np.float64)
-    sign = None
+    n, m = U.shape
+    pre = np.array(h_t, np.float64)
+    pre[pre < 0] *= 10.0                             # undo the leaky ReLU
+    v = pre - np.asarray(x_t, np.float64) @ np.asarray(params["V"], np.float64).T
+    v = v - np.asarray(params["b"], np.float64)
     if "u1" in params:
-        sign = 1.0 if float(params["u1"]) > 0 else -1.0
-    n = U.shape[0]
-    W = np.eye(n)
-    for u in U.T[:U.shape[1] - (sign is not None)]:   # W = H(U[:,0]) H(U[:,1]) ...
-        W = W @ (np.eye(n) - 2 * np.outer(u, u) / (u @ u))
-    if sign is not None:
-        W[:, -1] *= sign                             # H_1 = diag(1, ..., 1, sign) on the right
-    pre = (np.asarray(h) @ W.T + np.asarray(x_t) @ np.asarray(params["V"]).T
-           + np.asarray(params["b"]))
-    return np.where(pre > 0, pre, 0.1 * pre)'''
+        m -= 1
+    # W = H_0 H_1 ... H_{m-1} (H_1 sign): W^-1 = W^T = (sign) H_{m-1} ... H_0, so H_0 first
+    for j in range(m):
+        u = U[:, j]
+        coef = 2.0 * (v @ u) / (u @ u)
+        v = v - coef[..., None] * u
+    if "u1" in params and float(params["u1"]) <= 0:
+        v[..., -1] = -v[..., -1]
+    return v'''
 
 STEP_2 = {"helpers": ['''\
+def leaky_relu_inverse(y):
+    return jnp.minimum(y, 10 * y)''', '''\
 def reflect(v, u):
-    """H(u) v for every row of v."""
-    return v - np.outer(v @ u, u) * (2.0 / (u @ u))'''], "answer": '''\
-def ornn_step(params, h, x_t):
-    U = np.asarray(params["U"], np.float64)
-    v = np.array(h, np.float64).reshape(-1, U.shape[0])   # rows: the batch
-    cols = list(range(U.shape[1]))
-    if "u1" in params:                               # H_1 is the rightmost factor: first
-        v[:, -1] *= 1.0 if float(params["u1"]) > 0 else -1.0
+    """H(u) v for every row of v, with jax.numpy."""
+    return v - (v @ u)[..., None] * u * (2.0 / jnp.dot(u, u))'''], "answer": '''\
+def ornn_step_back(params, h_t, x_t):
+    U = jnp.asarray(params["U"], jnp.float32)
+    v = leaky_relu_inverse(jnp.asarray(h_t, jnp.float32))
+    v = v - jnp.asarray(x_t, jnp.float32) @ jnp.asarray(params["V"]).T - jnp.asarray(params["b"])
+    cols = [U[:, j] for j in range(U.shape[1])]
+    sign = None
+    if "u1" in params:
         cols = cols[:-1]
-    for j in cols[::-1]:                             # then H(U[:, m−1]), ..., H(U[:, 0])
-        v = reflect(v, U[:, j])
-    z = v.reshape(np.shape(h)) + np.asarray(x_t) @ np.asarray(params["V"]).T + params["b"]
-    return np.maximum(z, 0.1 * z)'''}
+        sign = jnp.where(jnp.asarray(params["u1"]) > 0, 1.0, -1.0)
+    for u in cols:                                   # the leftmost factor of W goes first
+        v = reflect(v, u)
+    if sign is not None:                             # H_1 was the first factor to act: last
+        v = v.at[..., -1].multiply(sign)
+    return v'''}
 
 VARIANTS = {
     "ex5.1-solution": [REFLECTOR_1, REFLECTOR_2],

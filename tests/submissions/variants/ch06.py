@@ -1,6 +1,13 @@
 """Chapter 6 (scans on the GPU): alternative answers and habit cells."""
 
 SCRATCH = {
+    "ex6.2-solution": ['''\
+pairs_seen = []
+def pair_counter(left, right):
+    pairs_seen.append(left[0].shape[0])
+    return left[0] * right[0], right[0] * left[1] + right[1]
+jax.make_jaxpr(lambda v: jax.lax.associative_scan(pair_counter, (v, v)))(jnp.ones(13))
+print(sum(pairs_seen), odd_even_work_depth(13))'''],
     "ex6.3-solution": ['''\
 a_try = jnp.array([0.5, -0.9])
 x_try, vjp_try = jax.vjp(lambda a, b: lrnn.linear_scan(a, b, method="sequential"), a_try,
@@ -128,6 +135,8 @@ VARIANTS = {
     "ex6.2-solution": [WORK_DEPTH_1, WORK_DEPTH_2],
     "ex6.3-solution": [VJP_1, VJP_2],
     "ex6.4-solution": [PASSES_1, PASSES_2],
-    "ex6.6-solution": ['rows_in_flight = 95',
-                       'bytes_needed = 2.94e12 * 0.53e-6\nrows_in_flight = bytes_needed / (4 * 256 * 16)'],
+    "ex6.6-solution": ['fewest_chunks = 44.0',
+                       'import math\n\nunroll = 2 ** math.floor(math.log2((255 - 38) / 2))\n'
+                       'by_latency = math.ceil(2.94e12 * 0.53e-6 / (96 * unroll * 16))\n'
+                       'fewest_chunks = max(by_latency, math.ceil(132 / (96 // 32)))'],
 }

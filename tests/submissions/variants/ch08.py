@@ -28,15 +28,25 @@ print(ch08.reference_training(params_try, np.ones((2, 2, 3, 2), np.float32),
                               np.ones((2, 2), np.float32), "mean",
                               {"lr": 1e-3, "lr_factor": 1.0, "weight_decay": 0.0,
                                "warmup_frac": 0.0})[1], run_try["history"]["train_loss"])'''],
+    "ex8.5-solution": ['''\
+print(lrnn.layers.get("rotrnn").recurrent_keys, lrnn.layers.get("ornn").recurrent_keys)
+cfg_try = model.ModelConfig(layer="ornn", d_input=2, depth=1, d_model=4, d_state=4)
+params_try = model.init(jax.random.PRNGKey(0), cfg_try)[0]
+print(model.recurrent_mask(params_try, cfg_try)["blocks"][0]["layer"])'''],
     "ex8.8-solution": ['''\
 cfg_try = model.ModelConfig(layer="lru", d_input=2, d_output=1, depth=1, d_model=4, d_state=3,
                             pool="none")
 params_try, state_try = model.init(jax.random.PRNGKey(1), cfg_try)
 layer_try = params_try["blocks"][0]["layer"]
-state_l, y_l = lrnn.layers.lru.step(layer_try, lrnn.layers.lru.init_state(layer_try, (2,)),
-                                    np.ones((2, 4), np.float32))
-x_mine, y_mine = lru_step(layer_try, np.zeros((2, 3), np.complex64), np.ones((2, 4), np.float32))
-print(np.allclose(state_l["x"], x_mine, atol=1e-6), np.allclose(y_l, y_mine, atol=1e-5))
+state_l = lrnn.layers.lru.init_state(layer_try, (2,))
+for _ in range(5):
+    state_l, y_l = lrnn.layers.lru.step(layer_try, state_l, np.ones((2, 4), np.float32))
+x_mine, y_mine = lru_hold(layer_try, np.zeros((2, 3), np.complex64), np.ones((2, 4), np.float32),
+                          5)
+print(np.allclose(state_l["x"], x_mine, atol=1e-5), np.allclose(y_l, y_mine, atol=1e-5))
+lam_try = lrnn.layers.lru.eigenvalues(layer_try)
+print(lrnn.scan.linear_scan(jnp.broadcast_to(lam_try, (5, 3)),
+                            jnp.ones((5, 3), jnp.complex64))[-1])
 carry_try, out_try = model.step(params_try, state_try, model.init_carry(params_try, cfg_try, (2,)),
                                 np.ones((2, 2), np.float32), cfg_try)
 print(out_try.shape)'''],
@@ -59,12 +69,15 @@ print("layer_norm:", np.allclose(layer_norm(y_me, np.ones(6), np.zeros(6)), z_me
 print("no_decay_mask:", jax.tree_util.tree_all(jax.tree_util.tree_map(
     lambda a, b: bool(a) == bool(b), no_decay_mask(params_me), model.recurrent_mask(params_me, cfg_me))))
 layer_me = params_me["blocks"][0]["layer"]
-v_me = x_me @ np.ones((2, 6), np.float32)
-x_me1, y_me1 = lru_step(layer_me, np.zeros((3, 4), np.complex64), v_me[:, 0])
-print("lru_step:", np.allclose(y_me1, lrnn.layers.lru.apply(layer_me, v_me[:, :1])[:, 0], atol=1e-5))
-memory_me, _ = online_mean_step(params_me, state_me, cfg_me, None, x_me[:, :5])
-_, last_me = online_mean_step(params_me, state_me, cfg_me, memory_me, x_me[:, 5:])
-print("online_mean_step:", np.allclose(last_me, want_me, rtol=1e-4, atol=1e-5))'''
+v_me = np.repeat(x_me[:, :1] @ np.ones((2, 6), np.float32), 4, axis=1)    # one input, held 4 steps
+x_me4, y_me4 = lru_hold(layer_me, np.zeros((3, 4), np.complex64), v_me[:, 0], 4)
+print("lru_hold:", np.allclose(y_me4, lrnn.layers.lru.apply(layer_me, v_me)[:, -1], atol=1e-4))
+memory_me, _ = online_mean_step(params_me, state_me, cfg_me, 1.0, None, x_me[:, :5])
+_, last_me = online_mean_step(params_me, state_me, cfg_me, 1.0, memory_me, x_me[:, 5:])
+print("online_mean_step:", np.allclose(last_me, want_me, rtol=1e-4, atol=1e-5))
+x_pad = np.concatenate([x_me, np.full((3, 4, 2), 30.0, np.float32)], axis=1)   # 4 junk steps
+print("padded:", np.allclose(lru_model(params_me, x_pad, "mean", np.full(3, 11)), want_me,
+                             rtol=1e-4, atol=1e-5))'''
 
 LAYER_NORM_1 = '''\
 def layer_norm(u, scale, bias, eps=1e-5):
@@ -146,30 +159,46 @@ def lru_block(p, u):
     return residual + h'''}
 
 MODEL_1 = '''\
-def lru_model(params, x, pool):
+def lru_model(params, x, pool, lengths=None):
     h = jnp.einsum("...li,ih->...lh", jnp.asarray(x), params["encoder"]["W"]) \\
         + params["encoder"]["b"]
     for i in range(len(params["blocks"])):
         h = lru_block(params["blocks"][i], h)
-    if pool == "mean":
-        pooled = h.sum(axis=-2) / h.shape[-2]
-    elif pool == "last":
-        pooled = h[..., -1, :]
-    else:
-        raise ValueError(f"pool: got {pool!r}, expected 'mean' or 'last'")
+    L, width = h.shape[-2], h.shape[-1]
+    if lengths is None:
+        lengths = np.full(h.shape[:-2], L)
+    pooled = []
+    for seq, n in zip(h.reshape(-1, L, width), np.asarray(lengths).reshape(-1)):
+        n = int(n)                                   # the padding starts at step n
+        if pool == "mean":
+            pooled.append(seq[:n].sum(axis=0) / n)
+        elif pool == "last":
+            pooled.append(seq[n - 1])
+        else:
+            raise ValueError(f"pool: got {pool!r}, expected 'mean' or 'last'")
+    pooled = jnp.stack(pooled).reshape(h.shape[:-2] + (width,))
     return pooled @ params["decoder"]["W"] + params["decoder"]["b"]'''
 
 MODEL_2 = {"helpers": ['''\
 from functools import reduce'''], "answer": '''\
-def lru_model(params, x, pool):
+def lru_model(params, x, pool, lengths=None):
     enc, dec = params["encoder"], params["decoder"]
     stream = reduce(lambda h, blk: lru_block(blk, h), params["blocks"], x @ enc["W"] + enc["b"])
-    per_step = stream @ dec["W"] + dec["b"]           # decode every step, then pool: both linear
-    return per_step.mean(axis=-2) if pool == "mean" else per_step[..., -1, :]'''}
+    per_step = stream @ dec["W"] + dec["b"]    # decode every step, then pool: weights sum to 1
+    L = per_step.shape[-2]
+    n = L if lengths is None else jnp.asarray(lengths)[..., None]          # (..., 1)
+    k = jnp.arange(L)
+    if pool == "mean":
+        weights = jnp.where(k < n, 1.0 / n, 0.0)                           # 1/n on real steps
+    else:
+        weights = jnp.where(k == n - 1, 1.0, 0.0)                          # the last real step
+    return jnp.einsum("...l,...ld->...d", weights, per_step)'''}
 
 MASK_1 = '''\
 def no_decay_mask(params):
-    recurrence = {"nu_log", "theta_log", "gamma_log", "B_re", "B_im"}
+    recurrence = {"nu_log", "theta_log", "gamma_log", "B_re", "B_im",   # LRU
+                  "M", "theta", "B",                                    # RotRNN (and nu_log)
+                  "U", "u1", "V"}                                       # oRNN
 
     def is_recurrent(path, leaf):
         keys = [getattr(k, "key", None) for k in path]
@@ -177,7 +206,25 @@ def no_decay_mask(params):
 
     return jax.tree_util.tree_map_with_path(is_recurrent, params)'''
 
-MASK_2 = '''\
+MASK_2 = {"helpers": ['''\
+def layer_kind(layer):
+    """Which of the library's layers a block holds, read from its parameter names."""
+    if "theta_log" in layer:
+        return "lru"
+    if "M" in layer:
+        return "rotrnn"
+    return "ornn"
+
+
+def recurrent_names(layer):
+    """The names of A and B (and what builds them) in one block's layer."""
+    kind = layer_kind(layer)
+    if kind == "lru":
+        return {"nu_log", "theta_log", "gamma_log", "B_re", "B_im"}
+    if kind == "rotrnn":
+        return {"M", "theta", "nu_log", "B"}         # P from M, D(θ), γ from nu_log; B
+    return {"U", "u1", "V"} & set(layer)           # W from the reflections (u1 only if m = n)'''],
+    "answer": '''\
 def no_decay_mask(params):
     def false_like(tree):
         return jax.tree_util.tree_map(lambda _: False, tree)
@@ -186,69 +233,78 @@ def no_decay_mask(params):
     mask["blocks"] = []
     for block in params["blocks"]:
         m = false_like(block)
-        m["layer"] = {k: k in ("nu_log", "theta_log", "gamma_log", "B_re", "B_im")
-                      for k in block["layer"]}
+        names = recurrent_names(block["layer"])
+        m["layer"] = {k: k in names for k in block["layer"]}
         mask["blocks"].append(m)
-    return mask'''
+    return mask'''}
 
-STEP_1 = '''\
-def lru_step(q, x, v_t):
+HOLD_1 = '''\
+def lru_hold(q, x, v, k):
     lam = jnp.exp(-jnp.exp(q["nu_log"]) + 1j * jnp.exp(q["theta_log"]))
     B = (q["B_re"] + 1j * q["B_im"]) * jnp.exp(q["gamma_log"])[:, None]     # (N, H)
     C = q["C_re"] + 1j * q["C_im"]                                            # (H, N)
-    x_new = lam * x + jnp.asarray(v_t) @ B.T
-    y = (x_new @ C.T).real + q["D"] * v_t
-    return x_new, y'''
+    c = jnp.asarray(v) @ B.T
+    lam_k = lam ** k
+    x_k = lam_k * x + c * (1 - lam_k) / (1 - lam)          # 1 + λ + ... + λ^(k-1)
+    return x_k, (x_k @ C.T).real + q["D"] * v'''
 
-STEP_2 = {"helpers": ['''\
-def lambdas(q):
-    return np.exp(-np.exp(np.asarray(q["nu_log"], np.float64))
-                  + 1j * np.exp(np.asarray(q["theta_log"], np.float64)))'''], "answer": '''\
-def lru_step(q, x, v_t):
-    """In NumPy, one sequence of the batch at a time."""
-    v_t = np.asarray(v_t, np.float64)
-    x = np.asarray(x, np.complex128)
+HOLD_2 = {"helpers": ['''\
+def compose(first, second):
+    """The affine map x -> second(first(x)); a map is a pair (a, b) for x -> a x + b."""
+    (a1, b1), (a2, b2) = first, second
+    return a2 * a1, a2 * b1 + b2'''], "answer": '''\
+def lru_hold(q, x, v, k):
+    """Square-and-multiply on the one-step map x -> λ x + c, in NumPy: log2(k) compositions."""
+    lam = np.exp(-np.exp(np.asarray(q["nu_log"], np.float64))
+                 + 1j * np.exp(np.asarray(q["theta_log"], np.float64)))
     B = np.asarray(q["B_re"], np.float64) + 1j * np.asarray(q["B_im"], np.float64)
-    C = np.asarray(q["C_re"], np.float64) + 1j * np.asarray(q["C_im"], np.float64)
     gain = np.exp(np.asarray(q["gamma_log"], np.float64))
-    x_new = np.empty(v_t.shape[:-1] + x.shape[-1:], np.complex128)
-    y = np.empty(v_t.shape, np.float64)
-    for idx in np.ndindex(*v_t.shape[:-1]):
-        x_new[idx] = lambdas(q) * x[idx] + gain * (B @ v_t[idx])
-        y[idx] = (C @ x_new[idx]).real + np.asarray(q["D"], np.float64) * v_t[idx]
-    return x_new, y'''}
+    c = gain * (np.asarray(v, np.float64) @ B.T)
+    total, power = (np.ones_like(lam), np.zeros_like(c)), (lam, c)
+    while k > 0:
+        if k % 2 == 1:
+            total = compose(total, power)
+        power = compose(power, power)
+        k //= 2
+    x_k = total[0] * np.asarray(x, np.complex128) + total[1]
+    C = np.asarray(q["C_re"], np.float64) + 1j * np.asarray(q["C_im"], np.float64)
+    return x_k, (x_k @ C.T).real + np.asarray(q["D"], np.float64) * np.asarray(v, np.float64)'''}
 
 ONLINE_1 = '''\
-def online_mean_step(params, state, cfg, memory, chunk):
+def online_mean_step(params, state, cfg, w, memory, chunk):
     per_step = dataclasses.replace(cfg, pool="none")
     if memory is None:
         memory = {"carry": model.init_carry(params, per_step, (chunk.shape[0],)),
-                  "mean": None, "seen": 0}
+                  "mean": None, "weight": 0.0}
     outs, _, carry = model.apply(params, state, chunk, per_step, carry=memory["carry"],
                                  return_carry=True)
-    n = chunk.shape[1]
-    chunk_mean = np.asarray(outs).mean(axis=1)
-    seen = memory["seen"]
-    mean = chunk_mean if memory["mean"] is None else \\
-        (seen * np.asarray(memory["mean"]) + n * chunk_mean) / (seen + n)
-    return {"carry": carry, "mean": mean, "seen": seen + n}, mean'''
+    outs = np.asarray(outs, np.float64)
+    n = outs.shape[1]
+    ages = w ** np.arange(n - 1, -1, -1.0)               # newest step of the chunk: weight 1
+    chunk_sum = np.tensordot(ages, outs, axes=(0, 1))    # (B, d_output)
+    old_weight = memory["weight"] * w ** n               # the earlier steps got n steps older
+    if memory["mean"] is None:
+        mean = chunk_sum / ages.sum()
+    else:
+        mean = (old_weight * memory["mean"] + chunk_sum) / (old_weight + ages.sum())
+    return {"carry": carry, "mean": mean, "weight": old_weight + ages.sum()}, mean'''
 
 ONLINE_2 = {"helpers": ['''\
 import dataclasses as dc
 
 fast_step = jax.jit(model.step, static_argnames="cfg")     # compiled once per shape'''],
     "answer": '''\
-def online_mean_step(params, state, cfg, memory, chunk):
-    \"\"\"One step at a time with model.step, a running sum in float64.\"\"\"
+def online_mean_step(params, state, cfg, w, memory, chunk):
+    \"\"\"One step at a time with model.step: S <- w S + y_t and Z <- w Z + 1, in float64.\"\"\"
     per_step = dc.replace(cfg, pool="none")
     if memory is None:
-        memory = [model.init_carry(params, per_step, (chunk.shape[0],)), 0.0, 0]
-    carry, total, count = memory
+        memory = [model.init_carry(params, per_step, (chunk.shape[0],)), 0.0, 0.0]
+    carry, S, Z = memory
     for k in range(chunk.shape[1]):
         carry, out = fast_step(params, state, carry, chunk[:, k], cfg=per_step)
-        total = total + np.asarray(out, np.float64)
-        count += 1
-    return [carry, total, count], total / count'''}
+        S = w * S + np.asarray(out, np.float64)
+        Z = w * Z + 1.0
+    return [carry, S, Z], S / Z'''}
 
 TRAIN_1 = '''\
 def train_loop(params, xs, ys, pool, opt):
@@ -320,8 +376,8 @@ VARIANTS = {
     "ex8.4-solution": [MODEL_1, MODEL_2],
     "ex8.5-solution": [MASK_1, MASK_2],
     "ex8.6-solution": [TRAIN_1, TRAIN_2],
-    "ex8.8-solution": [STEP_1, STEP_2],
+    "ex8.8-solution": [HOLD_1, HOLD_2],
     "ex8.9-solution": [ONLINE_1, ONLINE_2],
-    "ex8.10-solution": ['carry_bytes = 65536',
-                       'carry_bytes = 4 * 16 * 128 * 2 * 4   # two float32 numbers per complex64 state'],
+    "ex8.10-solution": ['carry_bytes = 36864',
+                       'carry_bytes = 3 * 16 * (96 + 96) * 4   # h and c per block and sequence'],
 }

@@ -17,30 +17,103 @@ def _scan_inputs(rng, shape, complex_):
     return rng.uniform(-1.0, 1.0, shape).astype(np.float32), randn(rng, *shape)
 
 
-@exercise("1.1", points=2, title="the binary operator of the linear scan",
-          reference="chapter 1, eq. (1.3) (the composition of two affine steps); LRU App. A",
-          stronger_hint="apply the left step first, then the right one: x ↦ a_r (a_l x + b_l) + "
-                        "b_r. Expand it and read off the new multiplier (the coefficient of x) and "
-                        "the new offset (the constant term); return them as the pair (a, b).")
-def _(fn, rng):
-    from lrnn.scan import binary_operator
+def _affine_step(a, b, x):
+    """x -> a x + b: ``a`` element-wise (the shape of ``b``) or one matrix per element acting
+    on the last axis (one axis more than ``b``)."""
+    if np.ndim(a) == np.ndim(b) + 1:
+        return np.einsum("...ij,...j->...i", a, x) + b
+    return a * x + b
+
+
+def composed_step(left, right):
+    """The step equal to ``left`` then ``right``, in float64 (complex128), read off the composed
+    map itself: its offset is where it sends 0, its transition what it does to 1 (element-wise)
+    or to each basis vector (a matrix, column by column)."""
+    dtype = np.result_type(*left, *right, np.float64)
+    (a_l, b_l), (a_r, b_r) = ((np.asarray(a, dtype), np.asarray(b, dtype)) for a, b in
+                              (left, right))
+
+    def both(x):
+        return _affine_step(a_r, b_r, _affine_step(a_l, b_l, x))
+    offset = both(np.zeros(b_l.shape, dtype))
+    if np.ndim(a_l) == np.ndim(b_l) + 1:
+        n = b_l.shape[-1]
+        columns = [both(np.broadcast_to(np.eye(n, dtype=dtype)[i], b_l.shape)) - offset
+                   for i in range(n)]
+        return np.stack(columns, axis=-1), offset
+    return both(np.ones(b_l.shape, dtype)) - offset, offset
+
+
+def _operator_cases(rng):
+    """(left, right) pairs: element-wise transitions first (eq. 1.3), then matrices: one 2×2
+    matrix, three 2×2 blocks, a batch of dense 3×3 matrices (random, so that they do not
+    commute) and a complex batch."""
     for shape in [(3,), (1,), (2, 4)]:
-        a_l, b_l, a_r, b_r = (crandn(rng, *shape) for _ in range(4))
+        yield tuple((crandn(rng, *shape), crandn(rng, *shape)) for _ in range(2))
+    for lead, n, cplx in [((), 2, False), ((3,), 2, False), ((2, 4), 3, False), ((2,), 2, True)]:
+        draw = crandn if cplx else randn
+        yield tuple((draw(rng, *lead, n, n) * np.float32(0.8), draw(rng, *lead, n))
+                    for _ in range(2))
+
+
+@exercise("1.1", points=2, title="the scan operator for matrix transitions",
+          reference="chapter 1, eq. (1.3) (the composition of two affine steps), for "
+                    "x_t = A_t x_{t-1} + b_t with a matrix A_t: LRU §3.1 (a dense linear RNN), "
+                    "RotRNN App. B.1 (2×2 blocks in the scan)",
+          stronger_hint="apply the left step first, then the right one: x ↦ A_r (A_l x + b_l) + "
+                        "b_r. Distribute A_r and read off the new matrix (what multiplies x) and "
+                        "the new offset (the constant). Matrices do not commute, so keep the "
+                        "order of the product; A_r b_l is a matrix-vector product over the last "
+                        "axis (for a batch: A @ b[..., None], then drop the new axis). When a has "
+                        "the shape of b, the same steps element by element give eq. (1.3).")
+def _(fn, rng):
+    for (a_l, b_l), (a_r, b_r) in _operator_cases(rng):
         inputs = {"left": (a_l, b_l), "right": (a_r, b_r)}
         got = call(fn, inputs)
         expect(isinstance(got, (tuple, list)) and len(got) == 2,
                f"the result must be a pair (a, b), received a {type(got).__name__}"
                + (f" of length {len(got)}" if isinstance(got, (tuple, list)) else "") + ".",
-               inputs=inputs, hint="return the new decay and the new input: `return a, b`.")
-        want_a, want_b = (np.asarray(v) for v in binary_operator((a_l, b_l), (a_r, b_r)))
-        expect_close(got[0], want_a, inputs=inputs, what="the decay a (first item)", hints=[
-            alternative(a_l + a_r, "decays compose by multiplication, not addition."),
+               inputs=inputs, hint="return the new transition and the new offset: `return a, b`.")
+        want_a, want_b = composed_step((a_l, b_l), (a_r, b_r))
+        matrix = a_l.ndim == b_l.ndim + 1
+        if not matrix:
+            expect_close(got[0], want_a, inputs=inputs, what="the decay a (first item)", hints=[
+                alternative(a_l + a_r, "decays compose by multiplication, not addition."),
+            ])
+            expect_close(got[1], want_b, inputs=inputs, what="the input b (second item)", hints=[
+                alternative(a_l * b_r + b_l, "you applied `right` first: the result must be "
+                            "'left, then right', x -> a_r (a_l x + b_l) + b_r."),
+                alternative(a_r * b_l, "the input b_r of the right element is missing."),
+                alternative(b_l + b_r, "b_l must be multiplied by the decay of the right "
+                                       "element."),
+            ])
+            continue
+        a64_l, a64_r = a_l.astype(np.complex128), a_r.astype(np.complex128)
+        expect_close(got[0], want_a, inputs=inputs, what="the matrix a (first item)", hints=[
+            alternative(lambda: a64_l @ a64_r, "the product is in the wrong order: `left` acts "
+                        "first, so its matrix stands on the right, A_r A_l, and matrices do not "
+                        "commute."),
+            alternative(lambda: a64_r * a64_l, "you multiplied the matrices entry by entry: two "
+                        "linear maps in a row compose by the matrix product."),
+            alternative(lambda: a64_l + a64_r, "transitions compose by a product, not a sum."),
         ])
-        expect_close(got[1], want_b, inputs=inputs, what="the input b (second item)", hints=[
-            alternative(a_l * b_r + b_l, "you applied `right` first: the result must be "
-                        "'left, then right', x -> a_r (a_l x + b_l) + b_r."),
-            alternative(a_r * b_l, "the input b_r of the right element is missing."),
-            alternative(b_l + b_r, "b_l must be multiplied by the decay of the right element."),
+        expect(np.shape(got[1]) == b_l.shape,
+               f"the offset b (second item) has shape {np.shape(got[1])}, expected "
+               f"{b_l.shape}, the shape of b_l and b_r.", inputs=inputs,
+               hint="A_r b_l is a matrix-vector product over the last axis: with `*` NumPy "
+                    "broadcasts the vector against the rows of the matrix instead.")
+        rows = np.einsum("...ij,...i->...j", a64_r, b_l)
+        expect_close(got[1], want_b, inputs=inputs, what="the offset b (second item)", hints=[
+            alternative(lambda: np.einsum("...ij,...j->...i", a64_l, b_r) + b_l,
+                        "you applied `right` first: the result must be 'left, then right', "
+                        "x -> A_r (A_l x + b_l) + b_r."),
+            alternative(lambda: rows + b_r, "that multiplies b_l by the transpose of A_r (b_l "
+                        "as a row vector, b_l A_r): the matrix acts on the column vector, "
+                        "A_r b_l."),
+            alternative(lambda: want_b - b_r, "the offset b_r of the right element is "
+                                              "missing."),
+            alternative(lambda: b_l + b_r, "b_l must pass through the matrix of the right "
+                                           "element."),
         ])
 
 
@@ -262,8 +335,8 @@ IMPULSE_A, IMPULSE_LEVEL = 0.95, 0.01
 def _(value, rng):
     want = math.ceil(math.log(IMPULSE_LEVEL) / math.log(IMPULSE_A))
     expect_prediction(value, want, what="the first step below 1 %", hints=[
-        alternative(want - 1, "at that step x_t is still just above 1 %: the first step "
-                              "below it comes one later."),
+        alternative(want - 1, "check x_t at the step you give: is it below 1 % there, or "
+                              "still above it?"),
         alternative(1 / (1 - IMPULSE_A), "1/(1 − a) = 20 steps is the time constant, the "
                                          "steps to fall by about a factor e, not to 1 %."),
         alternative(round(math.log(1 / IMPULSE_LEVEL) / (1 - IMPULSE_A)),

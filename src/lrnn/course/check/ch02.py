@@ -5,7 +5,8 @@ import math
 
 import numpy as np
 
-from ._core import alternative, call, exercise, expect, expect_close, expect_prediction, randn, when
+from ._core import (alternative, call, crandn, exercise, expect, expect_close, expect_prediction,
+                    randn, when)
 
 
 def _pair(got, inputs, names):
@@ -16,9 +17,10 @@ def _pair(got, inputs, names):
     return got
 
 
-def random_params(rng, h, n, r_min=0.4, r_max=0.95, max_phase=2 * np.pi):
+def random_params(rng, h, n, r_min=0.4, r_max=0.95, max_phase=2 * np.pi, bidirectional=False):
     """LRU parameters with the layout and distributions of ``lrnn.layers.lru.init``, drawn with
-    NumPy (no JAX compilation for every new shape)."""
+    NumPy (no JAX compilation for every new shape); ``bidirectional``: C of shape (H, 2N), the
+    forward states' columns first."""
     u1, u2 = rng.uniform(0.01, 0.99, n), rng.uniform(0.01, 0.99, n)
     nu = -0.5 * np.log(u1 * (r_max ** 2 - r_min ** 2) + r_min ** 2)
     theta = max_phase * u2
@@ -26,8 +28,8 @@ def random_params(rng, h, n, r_min=0.4, r_max=0.95, max_phase=2 * np.pi):
     p = {"nu_log": np.log(nu), "theta_log": np.log(theta),
          "B_re": rng.standard_normal((n, h)) / np.sqrt(2 * h),
          "B_im": rng.standard_normal((n, h)) / np.sqrt(2 * h),
-         "C_re": rng.standard_normal((h, n)) / np.sqrt(n),
-         "C_im": rng.standard_normal((h, n)) / np.sqrt(n),
+         "C_re": rng.standard_normal((h, 2 * n if bidirectional else n)) / np.sqrt(n),
+         "C_im": rng.standard_normal((h, 2 * n if bidirectional else n)) / np.sqrt(n),
          "D": rng.standard_normal(h),
          "gamma_log": np.log(np.sqrt(1 - np.abs(lam) ** 2))}
     return {k: v.astype(np.float32) for k, v in p.items()}
@@ -195,44 +197,88 @@ def _(fn, rng):
         ])
 
 
-def _naive_states(params, u, *, gamma=True, theta_exp=True):
-    """LRU eq. 7 by an explicit loop in complex128 (for hints: typical mistakes)."""
-    theta = np.exp(params["theta_log"]) if theta_exp else params["theta_log"]
-    lam = np.exp(-np.exp(params["nu_log"].astype(np.float64)) + 1j * theta)
-    b = params["B_re"] + 1j * params["B_im"]
+def _eigen_and_input(params, gamma=True, theta_exp=True):
+    """λ and the input matrix diag(γ) B in complex128 (or a typical mistake: γ left out, the
+    phase taken as θ_log itself)."""
+    theta_log = np.asarray(params["theta_log"], np.float64)
+    theta = np.exp(theta_log) if theta_exp else theta_log
+    lam = np.exp(-np.exp(np.asarray(params["nu_log"], np.float64)) + 1j * theta)
+    b = params["B_re"] + 1j * params["B_im"].astype(np.float64)
     if gamma:
-        b = b * np.exp(params["gamma_log"])[:, None]
+        b = b * np.exp(params["gamma_log"].astype(np.float64))[:, None]
+    return lam, b
+
+
+def _naive_states(params, u, x0=None, *, gamma=True, theta_exp=True, power=1, scale_x0=False):
+    """LRU eq. 7 by an explicit loop in complex128 from x_{−1} = 0, plus Λ^(k + power) x0 for
+    a carried state x0: power = 1 is the recurrence from x_{−1} = x0; the other arguments make
+    the typical mistakes (power 0: x0 taken as a part of x_0, no step of Λ; scale_x0: x0 sent
+    through γ like an input)."""
+    lam, b = _eigen_and_input(params, gamma, theta_exp)
     bu = np.einsum("...lh,nh->...ln", u.astype(np.float64), b)
     x = np.zeros(bu.shape, np.complex128)
     prev = np.zeros(bu.shape[:-2] + bu.shape[-1:], np.complex128)
     for k in range(bu.shape[-2]):
         prev = lam * prev + bu[..., k, :]
         x[..., k, :] = prev
+    if x0 is not None:
+        carried = np.asarray(x0, np.complex128)
+        if scale_x0:
+            carried = carried * np.exp(params["gamma_log"].astype(np.float64))
+        steps = np.arange(bu.shape[-2])[:, None] + power
+        x = x + lam ** steps * carried[..., None, :]
     return x
 
 
-@exercise("2.3", points=4, title="the LRU hidden states",
-          reference="LRU eq. 7 and §3.3 (the exponential parametrisation); chapter 2, "
-                    "eqs. (2.3) and (2.5)",
-          stronger_hint="three steps: λ = exp(−exp(nu_log) + i·exp(theta_log)); the input matrix γ "
-                        "⊙ B scales each row (one per state) of B = B_re + i·B_im by γ = "
-                        "exp(gamma_log); then x_t = λ x_{t−1} + (γ ⊙ B) u_t is a linear scan over "
-                        "time (axis −2) of the projected inputs, shape (…, L, N).")
+@exercise("2.3", points=4, title="the LRU hidden states from a carried state",
+          reference="LRU eq. 7 and §3.3, started from a state x_{-1} = x_init instead of 0; "
+                    "chapter 2, eqs. (2.3) and (2.5); chapter 1, eq. (1.1) (unrolling)",
+          stronger_hint="the recurrence is linear, so its states are the sum of two runs: the "
+                        "inputs from a zero state (the scan you know, of (γ ⊙ B) u_k along axis "
+                        "−2) and x_init with no input at all. The second run is x_init multiplied "
+                        "by λ once per step: x_init is the state *before* step 0, so x_0 holds "
+                        "λ x_init and x_k holds λ^(k+1) x_init. (Equivalently: add λ ⊙ x_init to "
+                        "the first projected input and scan from zero.)")
 def _(fn, rng):
-    from lrnn.layers import lru
+    from lrnn.scan.reference import linear_scan
     for lead, length, h, n in [((), 6, 2, 3), ((), 1, 1, 1), ((2,), 9, 3, 4)]:
         params = random_params(rng, h, n)
         u = randn(rng, *lead, length, h)
-        inputs = {"params": params, "u": u}
+        x0 = crandn(rng, *lead, n)
+        inputs = {"params": params, "u": u, "x_init": x0}
         got = call(fn, inputs)
-        want = np.asarray(lru.hidden_states(params, u, scan_method="sequential"))
-        lam = np.exp(-np.exp(params["nu_log"]) + 1j * np.exp(params["theta_log"]))
+        lam, b = _eigen_and_input(params)
+        want = linear_scan(lam, np.einsum("...lh,nh->...ln", u.astype(np.float64), b),
+                           initial=x0.astype(np.complex128))
+
+        late = u.copy()
+        late[..., 0, :] = 0                     # x_0 = x_init: the first input is never read
+
+        def states(**mistake):
+            return lambda: _naive_states(params, u, x0, **mistake)
         expect_close(got, want, inputs=inputs, rtol=2e-4, atol=2e-5, time_axis=-2,
                      dtype="complex", what="the states x", hints=[
-                         alternative(lambda: _naive_states(params, u, gamma=False),
+                         alternative(lambda: _naive_states(params, u),
+                                     "these are the states from x_{−1} = 0: the carried state "
+                                     "x_init is missing (what it becomes after k + 1 steps adds "
+                                     "to every x_k)."),
+                         alternative(states(power=0),
+                                     "one power of λ short: x_init is the state *before* step "
+                                     "0, so it passes through λ once more, x_0 = λ x_init + (γ ⊙ "
+                                     "B) u_0, and x_k holds λ^(k+1) x_init."),
+                         alternative(states(power=2),
+                                     "one power of λ too many: x_0 = λ x_init + (γ ⊙ B) u_0, so "
+                                     "x_k holds λ^(k+1) x_init."),
+                         alternative(states(scale_x0=True),
+                                     "x_init is a state, not an input: it does not pass "
+                                     "through the γ normalisation."),
+                         alternative(lambda: _naive_states(params, late, x0, power=0),
+                                     "x_init is x_{−1}, the state before the first input: x_0 "
+                                     "= λ x_init + (γ ⊙ B) u_0 still reads u_0."),
+                         alternative(states(gamma=False),
                                      "the γ normalisation is missing: the input of state j is "
                                      "exp(γ_log_j) · (B u_k)_j (LRU eq. 7)."),
-                         alternative(lambda: _naive_states(params, u, theta_exp=False),
+                         alternative(states(theta_exp=False),
                                      "the phase is θ = exp(θ_log), not θ_log."),
                          when(lambda r, e: np.allclose(np.abs(r), np.abs(e), rtol=1e-3,
                                                        atol=1e-4) and np.any(lam.imag != 0)
@@ -242,36 +288,99 @@ def _(fn, rng):
                      ])
 
 
-@exercise("2.4", points=3, title="the LRU layer output",
-          reference="LRU §3.2 and App. A (the real part of the output, the skip D); "
-                    "chapter 2, eq. (2.1)",
-          stronger_hint="compute the hidden states of Exercise 2.3, project them with C = C_re + "
-                        "i·C_im (shape (H, N)) to (…, L, H), keep the real part, and add the skip "
-                        "term D ⊙ u_t element by element.")
-def _(fn, rng):
-    from lrnn.layers import lru
-    for lead, length, h, n in [((), 5, 2, 3), ((3,), 7, 3, 2)]:
-        params = random_params(rng, h, n)
-        u = randn(rng, *lead, length, h)
-        inputs = {"params": params, "u": u}
-        got = call(fn, inputs)
-        want = np.asarray(lru.apply(params, u, scan_method="sequential"))
-        c = params["C_re"] + 1j * params["C_im"]
+def _bidirectional_outputs(params, u):
+    """y_k = Re(C [x→_k; x←_k]) + D ⊙ u_k of a bidirectional LRU layer in complex128, both
+    directions by the step-by-step reference scan: x→_k = Λ x→_{k−1} + (γ ⊙ B) u_k from
+    x→_{−1} = 0 and x←_k = Λ x←_{k+1} + (γ ⊙ B) u_k from x←_L = 0."""
+    from lrnn.scan.reference import linear_scan
+    lam, b = _eigen_and_input(params)
+    bu = np.einsum("...lh,nh->...ln", np.asarray(u, np.float64), b)
+    states = np.concatenate([linear_scan(lam, bu), linear_scan(lam, bu, reverse=True)], axis=-1)
+    c = params["C_re"] + 1j * params["C_im"].astype(np.float64)
+    return np.einsum("...ln,hn->...lh", states, c).real + params["D"] * np.asarray(u)
 
-        def cx(c=c, params=params, u=u):
-            return np.einsum("...ln,hn->...lh", _naive_states(params, u), c)
-        du = params["D"] * u
-        expect_close(got, want, inputs=inputs, rtol=2e-4, atol=2e-5, time_axis=-2,
-                     what="the output y", hints=[
-                         alternative(lambda: cx().real, "the skip connection D ⊙ u_k is "
-                                                        "missing."),
-                         alternative(lambda: np.abs(cx()) + du,
-                                     "take the real part of C x_k, not its modulus."),
-                         alternative(lambda: cx().imag + du,
-                                     "take the real part of C x_k, not the imaginary part."),
-                         alternative(lambda: np.einsum("...ln,hn->...lh",
-                                                       _naive_states(params, u),
-                                                       np.conj(c)).real + du,
+
+def impulse_kernel(params, L):
+    """The two-sided kernel K (2L − 1, H, H) of a bidirectional LRU layer, read off its outputs:
+    y_k = Σ_m K[L − 1 + k − m] u_m. Column i of K[L − 1 + j] is the output j steps after a unit
+    impulse on input channel i: an impulse at the last step shows the lags −(L − 1) … 0 in the
+    outputs k = 0 … L − 1, one at the first step the lags 0 … L − 1."""
+    h = params["D"].shape[0]
+    u = np.zeros((2, h, L, h))
+    u[0, np.arange(h), L - 1, np.arange(h)] = 1.0
+    u[1, np.arange(h), 0, np.arange(h)] = 1.0
+    y = _bidirectional_outputs(params, u)                   # (impulse, channel i, step k, out)
+    K = np.empty((2 * L - 1, h, h))
+    K[:L] = np.transpose(y[0], (1, 2, 0))
+    K[L - 1:] = np.transpose(y[1], (1, 2, 0))
+    return K
+
+
+def _kernel_variant(params, L, *, lag0=("fwd", "bwd", "D"), swap=False, late_future=False,
+                    gamma=True, conj=False):
+    """The two-sided kernel lag by lag from its parts (the right one by default) or a typical
+    mistake: ``lag0`` lists what lag 0 holds, ``swap`` puts the backward states on the past side,
+    ``late_future`` makes x←_k read u_{k+1} instead of u_k, ``conj`` flips the sign of C_im."""
+    lam, b = _eigen_and_input(params, gamma)
+    n, h = lam.shape[0], params["D"].shape[0]
+    c = params["C_re"] + (-1j if conj else 1j) * params["C_im"].astype(np.float64)
+    past, future = (c[:, n:], c[:, :n]) if swap else (c[:, :n], c[:, n:])
+    K = np.zeros((2 * L - 1, h, h))
+    for j in range(1, L):
+        K[L - 1 + j] = (past @ np.diag(lam ** j) @ b).real
+        K[L - 1 - j] = (future @ np.diag(lam ** (j - 1 if late_future else j)) @ b).real
+    parts = {"fwd": (past @ b).real, "bwd": (future @ b).real, "D": np.diag(params["D"]),
+             "2D": 2 * np.diag(params["D"])}
+    K[L - 1] = sum(parts[p] for p in lag0)
+    return K
+
+
+@exercise("2.4", points=3, title="the two-sided kernel of a bidirectional LRU layer",
+          reference="LRU §3.3 and App. D.1 (bidirectional layers for PathFinder and PathX); "
+                    "RotRNN App. B.2 (shared Λ, B, D; one C per direction); chapter 1, eqs. "
+                    "(1.1)–(1.2) (a layer as a convolution)",
+          stronger_hint="unroll each direction as in eq. (1.1). The forward states give y_k the "
+                        "terms Re(C_f Λ^j (γ ⊙ B)) u_{k−j}, j ≥ 0 (the past); the backward states "
+                        "x←_k = Λ x←_{k+1} + (γ ⊙ B) u_k give Re(C_b Λ^j (γ ⊙ B)) u_{k+j}, j ≥ 0 "
+                        "(the future), with C_f, C_b the first and last N columns of C. Put the "
+                        "past at K[L − 1 + j], the future at K[L − 1 − j]; at lag 0 both "
+                        "directions read u_k, and the skip diag(D) adds once.")
+def _(fn, rng):
+    for h, n, L in [(1, 1, 1), (2, 3, 4), (3, 2, 7), (2, 4, 12)]:
+        params = random_params(rng, h, n, bidirectional=True)
+        inputs = {"params": params, "L": L}
+        got = call(fn, inputs)
+        expect(L == 1 or np.shape(got) != (L, h, h),
+               f"the kernel has shape {np.shape(got)}, expected {(2 * L - 1, h, h)}.",
+               inputs=inputs, hint="a bidirectional layer hears the future too: the lags run "
+                                   "from −(L − 1) to L − 1, 2L − 1 matrices of shape (H, H).")
+        want = impulse_kernel(params, L)
+
+        def variant(**mistake):
+            return lambda: _kernel_variant(params, L, **mistake)
+        one_way = ("both directions read u_k (the backward state x←_k = Λ x←_{k+1} + (γ ⊙ B) u_k "
+                   "too), so lag 0 holds the current input's term of each direction, plus the "
+                   "skip.")
+        expect_close(got, want, inputs=inputs, rtol=2e-4, atol=2e-5, what="the kernel K",
+                     hints=[
+                         alternative(variant(lag0=("fwd", "D")), one_way),
+                         alternative(variant(lag0=("bwd", "D")), one_way),
+                         alternative(variant(lag0=("fwd", "bwd")),
+                                     "the skip D ⊙ u_k is missing: it adds diag(D) at lag 0."),
+                         alternative(variant(lag0=("fwd", "bwd", "2D")),
+                                     "the skip D ⊙ u_k is added once, not once per direction."),
+                         alternative(variant(swap=True),
+                                     "past and future are swapped: the forward states (the first "
+                                     "N columns of C) carry the past, u_{k−j} at K[L − 1 + j], "
+                                     "the backward states the future."),
+                         alternative(variant(late_future=True, lag0=("fwd", "D")),
+                                     "the backward states start one step late: x←_k = Λ x←_{k+1} "
+                                     "+ (γ ⊙ B) u_k reads u_k, so u_{k+j} enters with Λ^j, "
+                                     "not Λ^(j−1)."),
+                         alternative(variant(gamma=False),
+                                     "the γ normalisation is missing: the input matrix is "
+                                     "diag(exp(γ_log)) B (LRU eq. 7)."),
+                         alternative(variant(conj=True),
                                      "C = C_re + i·C_im: the sign of the imaginary part is "
                                      "flipped (a stray conjugate)."),
                      ])

@@ -1,14 +1,14 @@
 """Checks for Exercises 4 · Normalisation (solutions/04_normalisation.ipynb): RotRNN §3.1
-(ξ redone for correlated inputs at a finite step, Theorem 1 by Monte Carlo, first-state
-scaling) and how long the LRU's expected norm takes to reach its limit (RotRNN App. C.1)."""
+(ξ redone for correlated inputs at a finite step, Theorem 1's expansion redone for inputs
+with a mean, first-state scaling) and how long the LRU's expected norm takes to reach its limit (RotRNN App. C.1)."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from ._core import (CheckFailure, alternative, as_array, call, crandn, exercise, expect,
-                    expect_close, expect_prediction, randn)
+from ._core import (alternative, as_array, call, crandn, exercise, expect, expect_close,
+                    expect_prediction, randn)
 from .ch03 import _block_rotation, _expm
 
 
@@ -57,7 +57,7 @@ def _pair_sums(gamma, rho, theta, T):
 
 
 @exercise("4.1", points=3, title="ξ at step T for correlated inputs (RotRNN §3.1)",
-          reference="RotRNN §3.1 and eq. 5 (the unrolled state, α = 1); chapter 4, §6 (the "
+          reference="RotRNN §3.1 and eq. 5 (the unrolled state, α = 1); chapter 4, §4.6 (the "
                     "double series of each rotation pair, weighted by the rows of PᵀB), kept to "
                     "the T inputs a state has seen",
           stronger_hint="from x_0 = 0, x_T = ξ Σ_{k=1..T} (γA)^(T−k) B u_k, so E‖x_T‖² = ξ² E_T "
@@ -117,92 +117,102 @@ def _(fn, rng):
                      hints=hints)
 
 
-def _exact_sq_norm(A, B, gamma, alpha, x1, T):
-    """E‖x_t‖² for x_t = α(γ A x_{t−1} + B u_t), u_t ~ N(0, I), x_1 given, t = 1..T
-    (the recursion in the proof of Theorem 1, valid for orthogonal A)."""
-    e = [float(np.sum(np.asarray(x1, np.float64) ** 2))]
-    tr = float(np.sum(np.asarray(B, np.float64) ** 2))
-    for _ in range(T - 1):
-        e.append(alpha**2 * (gamma**2 * e[-1] + tr))
-    return np.array(e)
+def _biased_sq_norms(A, B, gamma, alpha, x1, mu, T):
+    """E‖x_t‖², t = 1..T, for x_t = α(γ A x_{t−1} + B u_t) with u_t ~ N(μ, I) i.i.d. and x_1
+    given: the second moment E[z zᵀ] of the augmented state z_t = (x_t, 1), which is linear,
+    z_t = F z_{t−1} + G ε_t with F = [[αγA, αBμ], [0, 1]] and G = [[αB], [0]], propagated in
+    float64 (dense A, any A: orthogonality is not used)."""
+    A, B = np.asarray(A, np.float64), np.asarray(B, np.float64)
+    x1, mu = np.asarray(x1, np.float64), np.asarray(mu, np.float64)
+    n = A.shape[0]
+    F = np.eye(n + 1)
+    F[:n, :n] = alpha * gamma * A
+    F[:n, n] = alpha * (B @ mu)
+    G = np.vstack([alpha * B, np.zeros((1, B.shape[1]))])
+    z1 = np.append(x1, 1.0)
+    second = np.outer(z1, z1)
+    out = np.empty(T)
+    for t in range(T):
+        if t:
+            second = F @ second @ F.T + G @ G.T
+        out[t] = np.trace(second[:n, :n])
+    return out
 
 
-def _simulate_sq_norms(rng, A, B, gamma, alpha, x1, T, S):
-    x = np.broadcast_to(np.asarray(x1, np.float64), (S, A.shape[0]))
-    out = [np.sum(x**2, -1)]
-    for _ in range(T - 1):
-        x = alpha * (gamma * x @ A.T + rng.standard_normal((S, B.shape[1])) @ B.T)
-        out.append(np.sum(x**2, -1))
-    return np.stack(out, -1)
+#: Typical mistakes of 4.2, each a change to the expansion of eq. 7 (for the hints).
+_BIASED_MISTAKES = {
+    "no_cross": "the cross term 2γ E[x_{t−1}ᵀ Aᵀ B u_t] of eq. 7 is missing: u_t is still "
+                "independent of x_{t−1}, but with E u_t = μ ≠ 0 it no longer averages to zero; "
+                "it is 2γ E[x_{t−1}]ᵀ Aᵀ B μ.",
+    "no_mean": "that is Theorem 1's recursion for zero-mean inputs: the mean μ of u_t adds "
+               "‖Bμ‖² to E[u_tᵀ Bᵀ B u_t] and a cross term with the mean of x_{t−1}.",
+    "no_bias_sq": "E[u_tᵀ Bᵀ B u_t] is Tr[BᵀB E u_t u_tᵀ] with E u_t u_tᵀ = I + μμᵀ: the term "
+                  "‖Bμ‖² is missing.",
+    "trace_scaled": "E u_t u_tᵀ = I + μμᵀ, so E[u_tᵀ Bᵀ B u_t] = Tr[BᵀB] + ‖Bμ‖², not "
+                    "Tr[BᵀB](1 + ‖μ‖²).",
+    "cross_without_A": "the cross term pairs the mean of x_{t−1}, turned by A, with Bμ: "
+                       "2γ E[x_{t−1}]ᵀ Aᵀ B μ.",
+    "cross_once": "the cross term of a square, ‖a + b‖² = ‖a‖² + 2aᵀb + ‖b‖², counts twice.",
+    "mean_without_alpha": "the mean follows eq. 4 without its noise, α multiplying both terms: "
+                          "E x_t = α(γ A E x_{t−1} + B μ).",
+}
 
 
-@exercise("4.2", points=3, title="Theorem 1 by Monte Carlo: an estimator of E‖x_t‖²",
-          reference="RotRNN Theorem 1, eq. 4 and App. A.1 (eq. 7); the standard error of a "
-                    "mean of S samples is std/√S",
-          stronger_hint="simulate all samples at once: draw u of shape (T − 1, n_samples, d_in), "
-                        "start every sample at x1, and step x ← α(γ A x + B u_t) with lax.scan, "
-                        "recording ‖x‖² of each sample at each step. Include t = 1 (x1 itself). "
-                        "Return the mean over the samples and std/√n_samples, each of length T.")
+def _biased_mistake(A, B, gamma, alpha, x1, mu, T, mistake):
+    """E‖x_t‖² as ``mistake`` (a key of ``_BIASED_MISTAKES``) would compute it: the mean and
+    the second moment stepped together, one term of the expansion changed."""
+    A, B = np.asarray(A, np.float64), np.asarray(B, np.float64)
+    mean, drive = np.asarray(x1, np.float64), B @ np.asarray(mu, np.float64)
+    trace = float(np.sum(B ** 2))
+    mu_sq = float(np.sum(np.asarray(mu, np.float64) ** 2))
+    values = [float(mean @ mean)]
+    while len(values) < T:
+        turned = A @ mean if mistake != "cross_without_A" else mean
+        cross = 0.0 if mistake in ("no_cross", "no_mean") else 2 * gamma * turned @ drive
+        if mistake == "cross_once":
+            cross /= 2
+        noise = {"no_mean": trace, "no_bias_sq": trace,
+                 "trace_scaled": trace * (1 + mu_sq)}.get(mistake, trace + drive @ drive)
+        values.append(alpha ** 2 * (gamma ** 2 * values[-1] + cross + noise))
+        scale = 1.0 if mistake == "mean_without_alpha" else alpha
+        mean = scale * (gamma * A @ mean + drive)
+    return np.array(values)
+
+
+@exercise("4.2", points=3, title="Theorem 1 with a biased input: E‖x_t‖² exactly",
+          reference="RotRNN Theorem 1, eq. 4 and App. A.1, eqs. 7–9 (the cross term, the trace "
+                    "trick); chapter 4, §4.2",
+          stronger_hint="expand eq. 7 again without the zero mean: γ²E‖x_{t−1}‖² stays (A is "
+                        "orthogonal); E[u_tᵀBᵀBu_t] = Tr[BᵀB(I + μμᵀ)] = Tr[BᵀB] + ‖Bμ‖²; and "
+                        "the cross term becomes 2γ m_{t−1}ᵀAᵀBμ, with m_t = E x_t. The mean "
+                        "obeys eq. 4 without its noise, m_t = α(γ A m_{t−1} + Bμ) from m_1 = "
+                        "x_1: step m and E‖x_t‖² together, starting from ‖x_1‖².")
 def _(fn, rng):
-    import jax
-    for n, k, T, S, gamma, norm_alpha, x1_scale in [(2, 1, 4, 4000, 0.9, True, 1.0),
-                                                    (4, 3, 10, 2000, 0.8, True, 1.0),
-                                                    (4, 2, 8, 2000, 0.95, False, 1.5)]:
+    # (n, K, γ, α: "thm" for Theorem 1's or a number, |μ|, x_1 against the drive, T)
+    for n, K, gamma, alpha, mu_scale, against, T in [
+            (2, 1, 0.9, "thm", 1.0, False, 1), (2, 1, 0.8, "thm", 0.0, False, 5),
+            (4, 3, 0.9, 1.0, 0.7, False, 12), (4, 2, 0.95, "thm", 1.5, True, 8),
+            (6, 2, 0.97, 0.8, 1.0, False, 40), (2, 2, 0.6, 1.2, 2.0, True, 6)]:
         A = _rotation(rng, n).astype(np.float32)
-        B = (randn(rng, n, k) / np.float32(np.sqrt(n * k))).astype(np.float32)
+        B = (randn(rng, n, K) / np.float32(np.sqrt(n * K))).astype(np.float32)
+        mu = (mu_scale * randn(rng, K)).astype(np.float32)
         tr = float(np.sum(B.astype(np.float64) ** 2))
-        alpha = float(1 / np.sqrt(gamma**2 + tr)) if norm_alpha else 0.9
+        alpha = float(1 / np.sqrt(gamma ** 2 + tr)) if alpha == "thm" else alpha
         x1 = randn(rng, n)
-        x1 = (x1_scale * x1 / np.linalg.norm(x1)).astype(np.float32)
-        key = jax.random.PRNGKey(int(rng.integers(2**31)))
-        inputs = {"key": key, "A": A, "B": B, "gamma": gamma, "alpha": alpha, "x1": x1,
-                  "T": T, "n_samples": S}
+        if against:                           # x_1 opposite to A⁻¹Bμ: the cross term is < 0
+            x1 = -(A.T.astype(np.float64) @ B.astype(np.float64) @ mu.astype(np.float64))
+        x1 = (x1 / np.linalg.norm(x1)).astype(np.float32)
+        inputs = {"A": A, "B": B, "gamma": gamma, "alpha": alpha, "x1": x1, "mu": mu, "T": T}
         got = call(fn, inputs)
-        expect(isinstance(got, (tuple, list)) and len(got) == 2,
-               "the result must be a pair (mean, stderr) of arrays of shape (T,).",
-               inputs=inputs, hint="return `mean, stderr`.")
-        exact = _exact_sq_norm(A, B, gamma, alpha, x1, T)
-        sims = _simulate_sq_norms(np.random.default_rng(int(rng.integers(2**31))), A.astype(
-            np.float64), B.astype(np.float64), gamma, alpha, x1, T, 20000)
-        ref_se = sims.std(axis=0) / np.sqrt(S)
-        mean = expect_close(got[0], exact, inputs=inputs, rtol=1.0, atol=1e9, what="the mean")
-        se = expect_close(got[1], ref_se, inputs=inputs, rtol=1.0, atol=1e9,
-                          what="the standard error")
-        expect(abs(mean[0] - exact[0]) < 1e-4 and abs(se[0]) < 1e-6,
-               "at t = 1 the state is x_1 itself: the mean must be ‖x_1‖² with standard error 0.",
-               inputs=inputs, expected=(exact[0], 0.0), received=(float(mean[0]), float(se[0])),
-               hint="the first entry is t = 1 (x_1 given); the noise enters from t = 2 on.")
-        z = np.abs(mean - exact) / np.maximum(ref_se, 1e-12)
-        if z[1:].max() > 5:
-            variants = {
-                "α multiplies both terms of eq. 4: x_t = α(γ A x_{t−1} + B u_t).":
-                    lambda e, tr_: alpha**2 * gamma**2 * e + tr_,
-                "the decay γ is missing from the recurrence.":
-                    lambda e, tr_: alpha**2 * (e + tr_),
-                "the input term B u_t is missing (or u_t is zero).":
-                    lambda e, tr_: alpha**2 * gamma**2 * e,
-            }
-            hint = ("more than 5 standard errors from the exact E‖x_t‖² (proof of Theorem 1): "
-                    "simulate eq. 4 exactly, with fresh u_t ~ N(0, I) at every step and sample.")
-            for message, step in variants.items():
-                alt = [exact[0]]
-                for _ in range(T - 1):
-                    alt.append(step(alt[-1], tr))
-                if np.all(np.abs(mean - np.array(alt)) <= 5 * ref_se + 1e-6):
-                    hint = message
-                    break
-            raise CheckFailure("the estimates are not consistent with E‖x_t‖².", inputs=inputs,
-                               expected=exact, received=mean, hint=hint,
-                               detail=f"largest deviation: {z[1:].max():.1f} standard errors.")
-        ok_se = (se[1:] > 0.6 * ref_se[1:]) & (se[1:] < 1.6 * ref_se[1:])
-        expect(bool(ok_se.all()),
-               "the standard error does not match the sample size: it should be "
-               "std(‖x_t‖²) / √n_samples.", inputs=inputs, expected=ref_se, received=se,
-               hint="the standard error of a mean of S samples is the sample standard "
-                    "deviation divided by √S (not by S, not the variance).")
-        other = call(fn, dict(inputs, key=jax.random.PRNGKey(int(rng.integers(2**31)))))
-        expect(not np.allclose(np.asarray(other[0]), mean), "a different key gave the same "
-               "estimates.", inputs=inputs, hint="draw the noise from `key` (jax.random.normal).")
+        want = _biased_sq_norms(A, B, gamma, alpha, x1, mu, T)
+        args = (A, B, gamma, alpha, x1, mu)
+        hints = [alternative(lambda m=m: _biased_mistake(*args, T, m), msg)
+                 for m, msg in _BIASED_MISTAKES.items()]
+        hints.append(alternative(lambda: _biased_sq_norms(*args, T + 1)[1:],
+                                 "every entry is one step late: entry 0 is t = 1, x_1 itself, "
+                                 "with E‖x_1‖² = ‖x_1‖²; the inputs enter from t = 2 on."))
+        expect_close(got, want, inputs=inputs, rtol=1e-4, atol=1e-6, time_axis=0,
+                     what="E‖x_t‖², t = 1 … T", hints=hints)
 
 
 def _layer_fill_steps(lam, B, q, t_max=100_000):
@@ -380,7 +390,7 @@ def _norm_after(rho, gamma, theta, steps):
 
 @exercise("4.6", points=1, kind="value",
           title="predict: the norm of a rotating head after three correlated inputs",
-          reference="chapter 4, §4.4 (AR(1) inputs) and §4.6 (the drift factor g, the limit of "
+          reference="chapter 4, §4.6 (AR(1) inputs, and the drift factor g, the limit of "
                     "the same series); RotRNN §3.1",
           stronger_hint="x_3 = √(1−γ²)(u_3 + λu_2 + λ²u_1) from x_0 = 0, and E[u_j u_k] = "
                         "ρ^|j−k|: the three squares give 1 + γ² + γ⁴; the pairs one step apart "

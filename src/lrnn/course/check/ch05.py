@@ -1,7 +1,7 @@
 """Checks for Exercises 5 · Householder reflections (solutions/05_householder.ipynb): the
 reflection of Algorithm 2's step, the gradient of a chain of reflections (oRNN eqs. 6–9),
-merging compact WY blocks in LAPACK's form I − U T Uᵀ (after Prop. 1) and the bug in an oRNN
-step that applies the reflections one at a time."""
+merging compact WY blocks in LAPACK's form I − U T Uᵀ (after Prop. 1) and an oRNN step run
+backwards, h_t → h_{t−1}, with W⁻¹ applied one reflection at a time."""
 from __future__ import annotations
 
 import math
@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ._core import (alternative, as_array, call, exercise, expect, expect_close, expect_prediction,
-                    randn, when)
+                    largest_intermediate, randn, when)
 
 
 def _H(u):
@@ -217,20 +217,35 @@ def _(fn, rng):
         ])
 
 
-def _sign_last(U, u1):
-    """H_1(u1) applied after the reflections (leftmost): diag(1, …, 1, u1) H(U[:,0]) ⋯."""
+def _leaky(z):
+    return np.maximum(z / 10, z)
+
+
+def _leaky_inverse(y):
+    """φ⁻¹ of the leaky ReLU φ(z) = max(z/10, z) (oRNN §5): y on y ≥ 0, 10 y below."""
+    return np.where(y >= 0, y, 10 * y)
+
+
+def _sign_first(U, u1):
+    """The factors of W = H(U[:,0]) ⋯ H(U[:,m−2]) H_1(u1) with H_1 moved to the left end."""
     n = np.shape(U)[0]
     return np.diag([1.0] * (n - 1) + [u1]) @ _chain(np.asarray(U)[:, :-1])
 
 
-@exercise("5.4", points=2, title="find the bug: one oRNN step in O(nm)",
-          reference="oRNN eq. 1, eqs. 7–8 (W = H_n(u_n) ⋯ H_{n−m+1}(u_{n−m+1}); H_1 of eq. 7 "
-                    "when m = n) and §5 (leaky ReLU, the sign of u_1); Algorithm 1",
-          stronger_hint="in W h = H(U[:,0]) H(U[:,1]) ⋯ H(U[:,m−1]) (H_1) h the rightmost factor "
-                        "acts on h first. Every reflection is symmetric, so applying the same "
-                        "factors from the left end first gives Wᵀh = W⁻¹h, which equals W h only "
-                        "when there is a single factor. Apply H_1's sign to the last coordinate "
-                        "first, then the columns of U from the last to the first.")
+#: A JAX answer for n = 64 may hold arrays of n·m entries, never one of n² (W itself).
+BACK_N, BACK_M = 64, 4
+
+
+@exercise("5.4", points=2, title="an oRNN step run backwards, W⁻¹ in O(nm)",
+          reference="oRNN eq. 1 with a bias, eqs. 6–9 (W = H_n(u_n) ⋯ H_{n−m+1}(u_{n−m+1}), "
+                    "H_1 of eq. 7 when m = n), §5 (leaky ReLU φ(z) = max(z/10, z), the sign of "
+                    "u_1); chapter 5, §5.1 (a reflection is its own inverse)",
+          stronger_hint="undo the operations of the forward step in the reverse order: first φ "
+                        "(its inverse keeps positive entries and multiplies negative ones by "
+                        "10), then the input V x_t + b (subtract it), then W. W is orthogonal, "
+                        "so W⁻¹ = Wᵀ, the same factors in the opposite order, each its own "
+                        "inverse: the leftmost factor H(U[:,0]) acts first, H_1's sign (when "
+                        "m = n) last.")
 def _(fn, rng):
     # u1 < 0 in the first case with m = n: a sign +1 would hide where H_1 acts
     for n, m, d_in, lead, u1_value in [(2, 1, 1, (), None), (4, 2, 3, (), None),
@@ -241,42 +256,74 @@ def _(fn, rng):
         if m == n:
             params["u1"] = np.float32(u1_value)
             u1 = 1.0 if params["u1"] > 0 else -1.0
-        h, x = randn(rng, *lead, n), randn(rng, *lead, d_in)
-        inputs = {"params": params, "h": h, "x_t": x}
-        got = call(fn, inputs)
-        h64, drive = h.astype(np.float64), (x.astype(np.float64) @ params["V"].astype(np.float64).T
-                                            + params["b"].astype(np.float64))
-
-        def step(W):
-            z = h64 @ W.T + drive
-            return np.maximum(z / 10, z)
         W = _chain(params["U"], u1)
-        z = h64 @ W.T + drive
+        x = randn(rng, *lead, d_in)
+        drive = (x.astype(np.float64) @ params["V"].astype(np.float64).T
+                 + params["b"].astype(np.float64))
+        before = randn(rng, *lead, n)               # h_t: the step applied to a random state
+        h_t = _leaky(before.astype(np.float64) @ W.T + drive).astype(np.float32)
+        inputs = {"params": params, "h_t": h_t, "x_t": x}
+        got = call(fn, inputs)
+        y = h_t.astype(np.float64)
+        pre = _leaky_inverse(y)
+        want = np.linalg.solve(W, (pre - drive)[..., None])[..., 0]      # W h_{t−1} = φ⁻¹ − d
+
+        def back(M, value=pre - drive):
+            return value @ M.T
+        W_inv = np.linalg.inv(W)
         hints = [
-            alternative(step(W.T), "your step is right with one reflection and wrong with "
-                        "two or more: it returns φ(Wᵀh + V x_t + b), and Wᵀ = W⁻¹ undoes the "
-                        "transition (a reflection is symmetric, so the same factors in the "
-                        "other order give the transpose)."),
-            alternative(np.maximum(z, 0), "φ is the leaky ReLU max(z/10, z), not max(z, 0)."),
-            alternative(np.minimum(z / 10, z), "φ(z) = max(z/10, z): the slope 1/10 is for "
-                                               "negative z."),
-            alternative(np.maximum(z - params["b"], (z - params["b"]) / 10),
-                        "the bias b is missing."),
-            alternative(z, "apply φ (leaky ReLU) to the pre-activation."),
+            alternative(lambda: back(W), "your step back is right with one reflection and wrong "
+                        "with two or more: it applies W itself (the factors in eq. 8's order, "
+                        "the last column first). W⁻¹ undoes the factors of W in the opposite "
+                        "order: the leftmost factor of W must act first."),
+            alternative(lambda: back(W_inv, _leaky(y) - drive),
+                        "you applied φ to h_t again: undo it instead. φ⁻¹ keeps the positive "
+                        "entries and multiplies the negative ones by 10."),
+            alternative(lambda: back(W_inv, y - drive),
+                        "φ is not undone: h_t is φ of the pre-activation, so apply φ⁻¹ (the "
+                        "negative entries times 10) before you subtract the input."),
+            alternative(lambda: back(W_inv, _leaky_inverse(y - drive)),
+                        "φ was applied last in the forward step, to W h_{t−1} + V x_t + b: "
+                        "undo it first, on h_t, and only then subtract the input."),
+            alternative(lambda: back(W_inv, pre + drive), "the input V x_t + b was added in "
+                                                           "the forward step: subtract it."),
+            alternative(lambda: back(W_inv, pre), "the input V x_t + b is missing: subtract it "
+                                                  "before you undo W."),
+            alternative(lambda: back(W_inv, pre - drive + params["b"]),
+                        "the bias b is missing: the forward step adds V x_t + b."),
+            alternative(lambda: pre @ W_inv.T - drive, "V x_t + b entered after W acted in the "
+                        "forward step: subtract it before you apply W⁻¹, not after."),
+            alternative(lambda: _leaky(back(W_inv)), "φ belongs to the forward step: the step "
+                                                     "back applies φ⁻¹ to h_t, and nothing "
+                                                     "after W⁻¹."),
+            alternative(lambda: _leaky(y @ W.T + drive),
+                        "that is the next state h_{t+1}, one step forward from h_t: the "
+                        "exercise asks for h_{t−1}."),
         ]
         if u1 is not None:
             hints += [
-                alternative(step(_sign_last(params["U"], u1)), "right when m < n, wrong when "
-                            "m = n: the sign of u_1 reaches the last coordinate after the "
-                            "reflections; H_1 is the rightmost factor of W (eq. 8), so it acts "
-                            "on h_{t−1} itself."),
-                alternative(step(_chain(params["U"], float(params["u1"]))), "use the sign of "
-                            "u1 (+1 if u1 > 0, else −1, oRNN §5), not its value."),
-                alternative(step(_chain(params["U"], -u1)), "u1 enters as its sign: +1 if "
-                            "u1 > 0, else −1."),
+                alternative(lambda: back(_sign_first(params["U"], u1).T),
+                            "right when m < n, wrong when m = n: H_1 is the rightmost factor "
+                            "of W (eq. 8), so in W⁻¹ it is the leftmost, and its sign reaches "
+                            "the last coordinate after the reflections, not before."),
+                alternative(lambda: back(_chain(params["U"], float(params["u1"])).T),
+                            "use the sign of u1 (+1 if u1 > 0, else −1, oRNN §5), not its "
+                            "value."),
+                alternative(lambda: back(_chain(params["U"], -u1).T), "u1 enters as its sign: "
+                                                                      "+1 if u1 > 0, else −1."),
             ]
-        expect_close(got, np.maximum(z / 10, z), inputs=inputs, rtol=1e-4, atol=1e-5,
-                     what="h_t", hints=hints)
+        expect_close(got, want, inputs=inputs, rtol=1e-4, atol=1e-4, what="h_{t−1}",
+                     hints=hints)
+    import jax.numpy as jnp
+    U = jnp.asarray(_eq9(rng, BACK_N, BACK_M))
+    probe = {"U": U, "V": jnp.ones((BACK_N, 2), jnp.float32), "b": jnp.zeros(BACK_N, jnp.float32)}
+    big = largest_intermediate(fn, probe, jnp.ones((3, BACK_N), jnp.float32),
+                               jnp.ones((3, 2), jnp.float32))
+    expect(big is None or big < BACK_N * BACK_N,
+           f"for n = {BACK_N} and m = {BACK_M} reflections your function builds an array of "
+           f"{big} entries: an n × n matrix.",
+           hint="apply the m reflections to the vector one at a time (each costs O(n)) instead "
+                "of forming W or its inverse: O(nm), not O(n²m).")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Checks for Exercises 6 · Scans on the GPU (solutions/06_gpu_scans.ipynb): the bytes a scan
 and its backward pass must move, the combines and levels of the odd–even scan, the backward
-scan, and the most passes over memory that a measured scan can have made."""
+scan, the most passes over memory that a measured scan can have made, and the fewest chunks
+that fill an H100."""
 from __future__ import annotations
 
 import math
@@ -270,24 +271,62 @@ def _(fn, rng):
 # Predict, then run
 # ---------------------------------------------------------------------------------------------
 
-# The H100 of chapter 6: its fastest copy (the book's floor, 2.94 TB/s) and the probe's latency
-# of one dependent step.
-FLIGHT_SHAPE, FLIGHT_COPY_BPS, FLIGHT_LATENCY_S = (4, 4096, 256), 2.94e12, 0.53e-6
+# The H100 of chapter 6: its fastest copy (the book's floor, 2.94 TB/s), the probe's latency of
+# one dependent step, its multiprocessors and the registers of one thread; the kernel's fixed
+# registers per thread (lrnn.scan.pallas_tuning.BASE_REGISTERS), two per complex64 row in
+# flight, and its programs of 32 channels (one warp, one lane per thread).
+FILL_SHAPE = (1, 65536, 96)
+FILL_COPY_BPS, FILL_LATENCY_S, FILL_SMS = 2.94e12, 0.53e-6, 132
+FILL_MAX_REGISTERS, FILL_BASE_REGISTERS, FILL_REGISTERS_PER_ROW = 255, 38, 2
+FILL_LANES_PER_PROGRAM, FILL_BYTES_PER_ROW = 32, 16
+
+
+def _fill_chunks(unroll=None, programs_per_chunk=None, lanes_per_chunk=None):
+    """The fewest chunks C that fill the H100 for FILL_SHAPE: programs ≥ multiprocessors, and
+    Little's law (lanes × U rows × 16 B ≥ bandwidth × latency), U the largest power of two whose
+    rows fit a thread's registers. The arguments replace a step (for the hints)."""
+    B, _, N = FILL_SHAPE
+    if unroll is None:
+        rows = (FILL_MAX_REGISTERS - FILL_BASE_REGISTERS) // FILL_REGISTERS_PER_ROW
+        unroll = 1 << (rows.bit_length() - 1)
+    if programs_per_chunk is None:
+        programs_per_chunk = B * -(-N // FILL_LANES_PER_PROGRAM)
+    lanes_per_chunk = B * N if lanes_per_chunk is None else lanes_per_chunk
+    needed = FILL_COPY_BPS * FILL_LATENCY_S / (unroll * FILL_BYTES_PER_ROW)   # lanes
+    return max(math.ceil(FILL_SMS / programs_per_chunk), math.ceil(needed / lanes_per_chunk))
 
 
 @exercise("6.6", points=1, kind="value",
-          title="predict: the rows in flight a loop kernel needs",
-          reference="chapter 6, §6.4 (Little's law: bytes in flight = bandwidth × latency)",
-          stronger_hint="Little's law: bandwidth × latency bytes must be in flight. One row of "
-                        "every lane is lanes × 16 bytes (a complex64 element read and "
-                        "written), with one lane per sequence and channel, B × N. Divide the "
-                        "bytes needed by the bytes of one row.")
+          title="predict: the fewest chunks that fill the H100",
+          reference="chapter 6, the box on how a GPU holds its data (multiprocessors, warps, "
+                    "registers), §6.4 (Little's law: bytes in flight = bandwidth × latency) and "
+                    "§6.5–6.6 (programs, chunks)",
+          stronger_hint="three numbers, then the larger of two bounds. U: 38 + 2U ≤ 255 and a "
+                        "power of two. Little's law: each chunk adds B·N lanes with U rows of "
+                        "16 B in flight, and 2.94 TB/s × 0.53 µs must be in flight. Programs: a "
+                        "chunk of N channels is N/32 programs, and 132 multiprocessors need one "
+                        "each. C is the smallest whole number meeting both.")
 def _(value, rng):
-    lanes = FLIGHT_SHAPE[0] * FLIGHT_SHAPE[2]
-    want = FLIGHT_COPY_BPS * FLIGHT_LATENCY_S / (lanes * 16)
-    expect_prediction(value, want, rtol=0.05, what="the rows in flight per lane", hints=[
-        alternative(FLIGHT_COPY_BPS * FLIGHT_LATENCY_S / (math.prod(FLIGHT_SHAPE) * 16),
-                    "the lanes are sequences × channels, B × N: time runs along each lane."),
-        alternative(want * 16, "count the bytes of a row: 16 per complex64 element."),
-        alternative(want / 2, "16 bytes per element already count the read and the write."),
+    want = _fill_chunks()
+    B, _, N = FILL_SHAPE
+    expect_prediction(value, want, atol=0.5, what="the fewest chunks C", hints=[
+        alternative(_fill_chunks(programs_per_chunk=math.inf),
+                    "with that many chunks Little's law is met, but a chunk of 96 channels is "
+                    "only three programs: most of the 132 multiprocessors would have nothing to "
+                    "run."),
+        alternative(_fill_chunks(unroll=16),
+                    "that is what 16 rows per lane (the tuning table's U) would need: the "
+                    "registers leave room for more rows in flight, and then Little's law asks "
+                    "for fewer chunks than the multiprocessors do."),
+        alternative(_fill_chunks(unroll=1),
+                    "each lane keeps U rows in flight, as many as its registers hold, not one."),
+        alternative(_fill_chunks(programs_per_chunk=1),
+                    "a chunk is not one program: each program takes 32 of its channels (one "
+                    "warp), so a chunk of 96 channels is three."),
+        alternative(math.ceil(8192 / (B * N)),
+                    "that is the tuning table's target of 8192 lanes (§6.6), not the fewest "
+                    "chunks that meet the two conditions."),
+        alternative(math.ceil(FILL_SMS * 2048 / (B * N)),
+                    "that fills every thread slot of the chip (2048 per multiprocessor): the "
+                    "two conditions ask for far fewer lanes."),
     ])

@@ -343,8 +343,8 @@ def _(value, rng):
     expect_prediction(value, want, rtol=0.02, what="the probability", hints=[
         alternative(sweep, "that is the clean sweep alone, 9 of 9: a share of 8/9 counts "
                            "too."),
-        alternative(3 * sweep, "only one choice of A's results other than the clean sweep "
-                               "loses exactly one comparison."),
+        alternative(3 * sweep, "list the choices of A's results that lose exactly one "
+                               "comparison, and check each of them against the nine pairs."),
         alternative(10 * 0.5 ** (n * n), "the nine comparisons share seeds, so they are not "
                                          "independent coin flips."),
         alternative(0.5, "that is the chance of one comparison."),

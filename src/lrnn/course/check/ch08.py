@@ -1,6 +1,10 @@
 """Checks for Exercises 8 · Capstone (solutions/08_capstone.ipynb): the pieces of the deep LRU
 model (LayerNorm, GLU), one residual block, the whole model, and which parameters the optimiser
-treats as recurrent; each compared with ``lrnn.model`` on the same parameter dict.
+treats as recurrent in a (hybrid) stack of LRU, RotRNN and oRNN blocks; each compared with
+``lrnn.model`` on the same parameter dict (a padded batch: on each sequence without its
+padding). Then the training loop, the LRU's state carried over k held inputs (against the
+layer's own step), an exponentially weighted mean pooling online (against its definition on the
+library's per-step outputs) and the bytes of a RotLSTM's carry.
 
 The hints come from a float64 NumPy transcription of the block (LRU Fig. 1, App. D) with the
 typical mistakes switched on one at a time (``np_block``/``np_model`` and their ``variant``)."""
@@ -152,8 +156,7 @@ def _compiled(name):
     functions = {"model.apply": lambda params, state, x, cfg: model.apply(params, state, x,
                                                                           cfg)[0],
                  "block": _block,
-                 "lru.step": lambda q, x, v: lru.step(q, {"x": x}, v),
-                 "lru.apply": lambda q, u: lru.apply(q, u, scan_method="sequential")}
+                 "lru.step": lambda q, x, v: lru.step(q, {"x": x}, v)}
     return jax.jit(functions[name], static_argnums=(3,) if name == "model.apply" else ())
 
 
@@ -447,39 +450,138 @@ def _(fn, rng):
 
 
 # ------------------------------------------------------------------------------------------
-# 8.4 The whole model
+# 8.4 The whole model, on a padded batch
 # ------------------------------------------------------------------------------------------
 
-@exercise("8.4", points=3, title="the deep LRU model: encoder, blocks, pooling, decoder",
+def np_stream(params, x):
+    """The residual stream after the last block, ``(..., L, H)``, in float64: ``np_model``
+    before its pooling and decoder."""
+    enc = params["encoder"]
+    u = np.asarray(x, np.float64) @ enc["W"] + enc["b"]
+    for p in params["blocks"]:
+        u = np_block(p, u)
+    return u
+
+
+def np_padded_model(params, x, pool, lengths, variant=None):
+    """The model's output when sequence ``b`` holds ``lengths[b]`` steps of ``x`` and padding
+    after them, in float64, with one mistake of the pooling switched on (``variant``)."""
+    dec = params["decoder"]
+    n = np.asarray(lengths)[..., None]                  # (..., 1)
+    steps = np.arange(np.shape(x)[-2])
+    if variant == "zeroed_input":                       # the padding of x set to 0, L steps kept
+        x = np.where((steps < n)[..., None], np.asarray(x, np.float64), 0.0)
+        variant = "padded"
+    u = np_stream(params, x)
+    if pool == "last":
+        at = {"padded": np.full_like(n, len(steps) - 1), "one_less": np.maximum(n - 2, 0),
+              "one_more": np.minimum(n, len(steps) - 1)}.get(variant, n - 1)
+        pooled = np.take_along_axis(u, at[..., None], axis=-2)[..., 0, :]
+    else:
+        keep = {"one_more": steps <= n, "one_less": steps < n - 1,
+                "padded": steps < len(steps), "sum_all": steps < len(steps)}.get(variant,
+                                                                                 steps < n)
+        count = {"over_L": len(steps), "sum_all": n}.get(variant, keep.sum(-1, keepdims=True))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            pooled = (u * keep[..., None]).sum(-2) / count
+    return pooled @ dec["W"] + dec["b"]
+
+
+def reference_padded(params, x, pool, lengths):
+    """``lrnn.model.apply``'s outputs at every step (pool ``none``) on the padded batch, pooled
+    in float64 over each sequence's own steps: the mean of its steps 0 … n − 1, or its step
+    n − 1, for n = ``lengths[b]``. The model is causal and its decoder affine, so this is the
+    library's output on each sequence without its padding (tests/test_check_exercises.py runs
+    those one by one)."""
+    per_step = reference_model(params, x, model_config(params, "none")).astype(np.float64)
+    rows = per_step.reshape(-1, *per_step.shape[-2:])
+    pooled = [row[:n].mean(0) if pool == "mean" else row[n - 1]
+              for row, n in zip(rows, np.ravel(lengths))]
+    return np.reshape(pooled, per_step.shape[:-2] + per_step.shape[-1:]).astype(np.float32)
+
+
+_PADDED_HINTS = {
+    "mean": [("padded", "your mean counts the padding steps: whatever fills them changes your "
+                        "output, and a sequence's mean must run over its own steps only."),
+             ("over_L", "your mean skips the padding but divides by L: the sum over a "
+                        "sequence's own steps must be divided by its own length."),
+             ("sum_all", "your sum takes in the padding steps, though you divide by each "
+                         "sequence's own length."),
+             ("one_more", "your mean takes in the first padding step after each sequence's "
+                          "end."),
+             ("one_less", "your mean leaves out each sequence's last real step."),
+             ("zeroed_input", "you set the padding of x to 0, but the padded steps still reach "
+                              "the mean: a zero input does not give a zero stream (the "
+                              "encoder's bias, the blocks).")],
+    "last": [("padded", "your output is read at step L, inside the padding: read each "
+                        "sequence at its own last step."),
+             ("one_less", "your output is read one step before each sequence's last step."),
+             ("one_more", "your output is read at the first padding step after each "
+                          "sequence's end."),
+             ("zeroed_input", "you set the padding of x to 0 and read step L: a zero input "
+                              "does not give a zero stream, and step L is not the sequence's "
+                              "last.")],
+}
+
+
+@exercise("8.4", points=3, title="the deep LRU model on a padded batch",
           reference="LRU Fig. 1 and App. D (linear encoder, residual blocks, pooling over time, "
-                    "linear decoder)",
-          stronger_hint="u = x @ W_enc + b_enc; for each block in params['blocks'], in order, "
-                        "u = block(u) (8.3); then the mean over time (axis −2) for pool='mean' "
-                        "or u[..., −1, :] for 'last'; finally u @ W_dec + b_dec.")
+                    "linear decoder); chapter 8, §8.4 (the mean over the padding)",
+          stronger_hint="the blocks need no change: every piece of a block is causal (the norm "
+                        "and the GLU act on one step, the scan runs forwards), so the padding, "
+                        "which comes after a sequence's last step, cannot reach its real steps. "
+                        "Only the pooling needs lengths: a mask of shape (..., L), true where the "
+                        "step index is below the sequence's length; the mean is the masked sum "
+                        "over the steps divided by each sequence's own length, and 'last' reads "
+                        "the step at index length − 1. lengths=None means all L steps.")
 def _(fn, rng):
-    cases = [(2, 3, 2, 1, 1, "mean", (), 6), (2, 4, 3, 2, 1, "last", (3,), 5),
-             (3, 3, 2, 2, 4, "mean", (2,), 4)]
-    for d_in, h, n, depth, d_out, pool, lead, length in cases:
+    # The padded cases share the shapes of the last unpadded one (one more compilation: the
+    # library's per-step outputs).
+    cases = [(2, 3, 2, 1, 1, "mean", (), 6, None), (2, 4, 3, 2, 1, "last", (3,), 5, None),
+             (3, 3, 2, 2, 4, "mean", (3,), 5, None), (3, 3, 2, 2, 4, "mean", (3,), 5, [1, 5, 3]),
+             (3, 3, 2, 2, 4, "last", (3,), 5, [4, 2, 5])]
+    for d_in, h, n, depth, d_out, pool, lead, length, lengths in cases:
         params = random_model(rng, d_in, h, n, depth, d_out)
         x = randn(rng, *lead, length, d_in)
-        inputs = {"params": params, "x": x, "pool": pool}
+        if lengths is None:
+            inputs = {"params": params, "x": x, "pool": pool}
+            got = call(fn, inputs)
+            want = reference_model(params, x, pool)
+            variants = [("swap_pool", "wrong pooling: 'mean' averages over time (axis −2), "
+                                      "'last' takes the last step."),
+                        ("no_encoder_bias", "the encoder's bias is missing: u = x W_enc + "
+                                            "b_enc."),
+                        ("post_norm", "each block hands on a renormalised stream: every time "
+                                      "step of its output has the spread and mean that the "
+                                      "block's norm scale and bias give, whatever the size of "
+                                      "its input. Does your model use your lru_block of 8.3, "
+                                      "which passes its check?"),
+                        ("final_norm", "there is no normalisation after the last block: the "
+                                       "pooled residual stream goes straight to the decoder.")]
+            if depth > 1:
+                variants += [("reversed", "the blocks run in reverse order: params['blocks'][0] "
+                                          "comes first."),
+                             ("first_block_only", "every block uses the first block's "
+                                                  "parameters: block i uses "
+                                                  "params['blocks'][i].")]
+            expect_close(got, want, inputs=inputs, rtol=RTOL, atol=ATOL,
+                         what="the model's output (lengths=None: every step counts)",
+                         hints=[alternative(lambda v=v: np_model(params, x, pool, v), m)
+                                for v, m in variants])
+            continue
+        lengths = np.array(lengths)
+        steps = np.arange(length)
+        padding = (steps >= lengths[:, None])[..., None]          # garbage where True
+        x = np.where(padding, 25.0 + 5.0 * randn(rng, *x.shape), x).astype(np.float32)
+        inputs = {"params": params, "x": x, "pool": pool, "lengths": lengths}
         got = call(fn, inputs)
-        want = reference_model(params, x, pool)
-        variants = [("swap_pool", "wrong pooling: 'mean' averages over time (axis −2), 'last' "
-                                  "takes the last step."),
-                    ("no_encoder_bias", "the encoder's bias is missing: u = x W_enc + b_enc."),
-                    ("post_norm", "the blocks are post-norm; they must be pre-norm, "
-                                  "u + f(Norm(u)) (check 8.3)."),
-                    ("final_norm", "there is no normalisation after the last block: the pooled "
-                                   "residual stream goes straight to the decoder.")]
-        if depth > 1:
-            variants += [("reversed", "the blocks run in reverse order: params['blocks'][0] "
-                                      "comes first."),
-                         ("first_block_only", "every block uses the first block's parameters: "
-                                              "block i uses params['blocks'][i].")]
-        expect_close(got, want, inputs=inputs, rtol=RTOL, atol=ATOL, what="the model's output",
-                     hints=[alternative(lambda v=v: np_model(params, x, pool, v), m)
-                            for v, m in variants])
+        want = reference_padded(params, x, pool, lengths)
+        expect_close(got, want, inputs=inputs, rtol=RTOL, atol=ATOL,
+                     what=f"the model's output on a padded batch (lengths {lengths.tolist()} of "
+                          f"L = {length}; the padding holds values near 25)",
+                     hints=[alternative(lambda v=v: np_padded_model(params, x, pool, lengths,
+                                                                    v), m)
+                            for v, m in _PADDED_HINTS[pool]])
 
 
 # ------------------------------------------------------------------------------------------
@@ -500,20 +602,135 @@ def _flatten(tree, prefix=""):
     return {prefix: tree}
 
 
-@exercise("8.5", points=2, title="no weight decay on the recurrence",
-          reference="LRU App. D (weight decay on all parameters except A and B, and γ), "
-                    "§3.3 (A = diag(λ) learned through ν_log, θ_log)",
-          stronger_hint="go through params['blocks'][i]['layer'] only: A = diag(λ) is stored "
-                        "as two arrays (modulus and phase), B as two (real and imaginary part), "
-                        "and γ as one; those five are True. The read-out C, the skip D and every "
-                        "norm, GLU, encoder and decoder array are False.")
-def _(fn, rng):
+#: The layers of 8.5's parameter dicts: (registry name, init options, shown as).
+_MASK_LAYERS = {
+    "lru": ("lru", {}, "LRU"),
+    "rotrnn": ("rotrnn", {"n_heads": 1, "bidirectional": True}, "RotRNN, bidirectional"),
+    "ornn": ("ornn", {"learn_h0": True}, "oRNN, m = n reflections, learned h0"),
+    "ornn_m2": ("ornn", {"n_reflections": 2}, "oRNN, m = 2 reflections"),
+}
+#: The stacks 8.5 checks, one list of block layers each: every layer, then a hybrid stack. (The
+#: gated cells are left out: there a bias, the forget gate's b_f, sets the decay of the cell
+#: state, so "A and B" of LRU App. D does not say on its own what to exempt.)
+_MASK_STACKS = [["lru"], ["rotrnn", "rotrnn"], ["ornn"], ["lru", "ornn_m2", "rotrnn"]]
+
+
+@functools.cache
+def _layer_shapes(name, h, n):
+    """``{parameter: shape}`` of the library layer ``name`` of ``_MASK_LAYERS`` (traced by
+    ``jax.eval_shape``: nothing is computed)."""
+    import jax
+    from lrnn import layers
+    kind, options, _ = _MASK_LAYERS[name]
+    init = layers.get(kind).init
+    shapes = jax.eval_shape(lambda key: init(key, h, n, **options), jax.random.PRNGKey(0))
+    return {k: tuple(v.shape) for k, v in shapes.items()}
+
+
+def random_stack(rng, names, d_in=2, h=4, n=4, d_out=1):
+    """A model dict with ``lrnn.model.init``'s layout whose block ``i`` holds a layer of kind
+    ``names[i]`` (a hybrid stack when they differ), random float32 values."""
+    def fill(shapes):
+        return {k: randn(rng, *s) for k, s in shapes.items()}
+    blocks = []
+    for name in names:
+        layer = fill(_layer_shapes(name, h, n))
+        width = h if _MASK_LAYERS[name][0] in ("lru", "rotrnn") else n
+        blocks.append({"norm": fill({"scale": (h,), "bias": (h,)}), "layer": layer,
+                       "glu": fill({"W": (width, 2 * h), "b": (2 * h,)})})
+    return {"encoder": fill({"W": (d_in, h), "b": (h,)}), "blocks": blocks,
+            "decoder": fill({"W": (h, d_out), "b": (d_out,)})}
+
+
+def reference_mask(params, names):
+    """What ``lrnn.training.train`` exempts, block by block: ``lrnn.model.recurrent_mask`` of
+    each block on its own, with the config of its layer."""
+    import jax
     from lrnn import model
-    for depth in (1, 3):
-        params = random_model(rng, 2, 3, 2, depth, 1)
-        inputs = {"params": params}
-        got = call(fn, inputs)
-        want = model.recurrent_mask(params, model_config(params, "mean"))
+    blocks = []
+    for block, name in zip(params["blocks"], names):
+        kind, options, _ = _MASK_LAYERS[name]
+        cfg = model.ModelConfig(layer=kind, d_input=1, depth=1, pool="mean",
+                                bidirectional=bool(options.get("bidirectional", False)))
+        one = {"encoder": params["encoder"], "blocks": [block], "decoder": params["decoder"]}
+        blocks.append(model.recurrent_mask(one, cfg)["blocks"][0])
+    outside = {k: v for k, v in params.items() if k != "blocks"}
+    return {**jax.tree_util.tree_map(lambda _: False, outside), "blocks": blocks}
+
+
+#: What exempting (True) or decaying (False) a parameter wrongly does: (the layer kinds, the
+#: parameter names, the message).
+_EXEMPT_WRONGLY = [
+    (None, {"C", "C_re", "C_im", "C_rev", "D"},
+     "your mask exempts the layer's read-out or skip ({names}) from weight decay: they map the "
+     "state to the output after the recurrence has run, as the decoder does."),
+    (None, {"b"},
+     "your mask exempts the oRNN's bias b from weight decay: in h_t = σ(W h_{{t−1}} + V x_t + "
+     "b), is b a map applied to the state, or to the input?"),
+    (None, {"h0"},
+     "your mask exempts the learned initial state h0: it is where the recurrence starts, not "
+     "a map the recurrence applies at every step."),
+]
+_DECAYED_WRONGLY = [
+    ({"lru"}, {"nu_log", "theta_log"},
+     "your mask decays ν_log or θ_log of the LRU ({names}): decay pulls ν_log to 0, so |λ| to "
+     "e^(−1) ≈ 0.37, and long memories fade; A = diag(λ) lives in these two arrays."),
+    ({"lru"}, {"B_re", "B_im", "gamma_log"},
+     "your mask decays the LRU's input path ({names}): x_k = λ ⊙ x_{{k−1}} + γ ⊙ (B u_k), and "
+     "App. D exempts B with A, and γ where there is one."),
+    ({"rotrnn"}, {"M", "theta", "nu_log", "B"},
+     "your mask decays part of the RotRNN's recurrence ({names}): A = γ P D(θ) Pᵀ with P = "
+     "expm(M − Mᵀ) and γ = exp(−exp(ν_log)), and its input map is B (RotRNN eq. 6); decay "
+     "would pull P towards I and γ towards e^(−1) ≈ 0.37."),
+    ({"ornn"}, {"U", "u1", "V"},
+     "your mask decays part of the oRNN's recurrence ({names}): its transition W is the "
+     "product of the reflections in U (and u1's sign), its input map V (oRNN eq. 1)."),
+]
+
+
+def _mask_hint(wrong, flat_want, names):
+    """The hint for the wrongly marked arrays ``wrong`` (flattened paths) of the stack whose
+    block ``i`` holds a layer of kind ``names[i]``."""
+    import re
+    if any("['layer']" not in k for k in wrong):
+        return ("only the recurrent layer's parameters can be exempt: the norm, GLU, encoder "
+                "and decoder are ordinary weights, with weight decay.")
+    marked = []                              # (layer kind, parameter name, should be exempt)
+    for k in wrong:
+        block, name = re.fullmatch(r"\['blocks'\]\[(\d+)\]\['layer'\]\['(\w+)'\]", k).groups()
+        marked.append((_MASK_LAYERS[names[int(block)]][0], name, bool(flat_want[k])))
+    for table, exempt in ((_EXEMPT_WRONGLY, False), (_DECAYED_WRONGLY, True)):
+        for kinds, keys, message in table:
+            hit = sorted({n for kind, n, want in marked if want == exempt and n in keys
+                          and (kinds is None or kind in kinds)})
+            if hit:
+                return message.format(names=", ".join(hit))
+    return None
+
+
+def _describe_stack(params, names):
+    return {f"params['blocks'][{i}]['layer']": f"{_MASK_LAYERS[name][2]}: "
+            + ", ".join(sorted(block["layer"])) for i, (block, name)
+            in enumerate(zip(params["blocks"], names))}
+
+
+@exercise("8.5", points=2, title="no weight decay on the recurrence, whatever the layer",
+          reference="LRU App. D (weight decay on all parameters except A and B, and γ and Δ "
+                    "where applicable); RotRNN eq. 6 and App. B; oRNN eqs. 1, 7–9",
+          stronger_hint="write each layer's step as x_t = A x_{t−1} + B u_t and ask of every "
+                        "array of params['blocks'][i]['layer']: is it A (or what A is built "
+                        "from: a decay, a phase, a rotation, a reflection), B (or the gain on "
+                        "it), or something else: a read-out or skip after the recurrence, a bias "
+                        "(an offset, neither A nor B), an initial state? Only the first two are "
+                        "exempt; the decision goes by the array's name, block by block, and "
+                        "everything outside the layers is decayed.")
+def _(fn, rng):
+    for names in _MASK_STACKS:
+        params = random_stack(rng, names)
+        inputs = {"params": f"a model of {len(names)} block(s) with lrnn.model.init's layout",
+                  **_describe_stack(params, names)}
+        got = call(fn, {"params": params})
+        want = reference_mask(params, names)
         expect(isinstance(got, dict), "return a dict shaped like params (a mask: True or False "
                "per parameter array).", inputs=inputs, received=got)
         flat_got, flat_want = _flatten(got), _flatten(want)
@@ -523,24 +740,11 @@ def _(fn, rng):
                detail=f"missing: {sorted(set(flat_want) - set(flat_got))[:4]}; extra: "
                       f"{sorted(set(flat_got) - set(flat_want))[:4]}")
         wrong = [k for k in flat_want if bool(np.asarray(flat_got[k])) != bool(flat_want[k])]
-        if not wrong:
-            continue
-        on = sorted(k.rsplit("[", 1)[-1].strip("]'") for k in wrong if not flat_want[k])
-        off = sorted(k.rsplit("[", 1)[-1].strip("]'") for k in wrong if flat_want[k])
-        if any("['layer']" not in k for k in wrong):
-            hint = ("only the LRU layer's parameters can be recurrent: norm, GLU, encoder and "
-                    "decoder are ordinary weights, with weight decay.")
-        elif {"C_re", "C_im", "D"} & set(on):
-            hint = ("C and D are the layer's read-out and skip, ordinary linear maps: the paper "
-                    "exempts only the recurrence itself, A (ν, θ) and B, and γ.")
-        elif off and set(off) <= {"B_re", "B_im"}:
-            hint = "B belongs to the recurrence too (x_k = A x_{k−1} + B u_k): no decay on it."
-        elif "gamma_log" in off:
-            hint = "γ (gamma_log) scales B's input: the paper exempts it with A and B."
-        else:
-            hint = "A = diag(λ) is learned through nu_log and theta_log: both are recurrent."
-        expect(False, f"wrong mask for {len(wrong)} of {len(flat_want)} parameter arrays.",
-               inputs=inputs, hint=hint, detail=f"first: {wrong[0]}")
+        if wrong:
+            expect(False, f"wrong mask for {len(wrong)} of {len(flat_want)} parameter arrays.",
+                   inputs=inputs, hint=_mask_hint(wrong, flat_want, names),
+                   detail=f"first: params{wrong[0]} is "
+                          f"{'decayed' if flat_want[wrong[0]] else 'exempt'} in yours")
 
 
 # ------------------------------------------------------------------------------------------
@@ -621,15 +825,13 @@ def reference_training(params, xs, ys, pool, opt, variant=None):
 @exercise("8.6", points=4, title="your training loop",
           reference="LRU App. D (AdamW, warm-up and cosine decay, no weight decay and a "
                     "learning-rate factor on the recurrence); chapter 8, §8.6",
-          stronger_hint="labels = tree_map(lambda r: 'recurrent' if r else 'regular', "
-                        "no_decay_mask(params)); optax.multi_transform({'regular': "
-                        "optax.adamw(schedule(lr), weight_decay=weight_decay), 'recurrent': "
-                        "optax.adamw(schedule(lr · lr_factor), weight_decay=0)}, labels) with "
-                        "schedule(peak) = optax.warmup_cosine_decay_schedule(1e-7, peak, "
-                        "int(warmup_frac · S), S, 1e-7); a jitted step returning the loss of "
-                        "jax.value_and_grad(MSE of lru_model(p, x, pool)[..., 0] against y) and "
-                        "the updated parameters; one step per batch, in order; return the last "
-                        "parameters and the stacked losses.")
+          stronger_hint="two optimisers, one per group of your 8.5 mask: both AdamW whose "
+                        "learning rate warms up from 1e-7 to its peak over the first warmup_frac "
+                        "of the steps and then decays along a cosine back to 1e-7; the regular "
+                        "group peaks at lr with the weight decay, the recurrent group at lr times "
+                        "lr_factor with none. Then one compiled step per batch, in order: the "
+                        "loss and its gradient at the current parameters, then the update; keep "
+                        "every step's loss.")
 def _(fn, rng):
     # One case: each call of a loop compiles its step anew, so a second shape would double
     # the time; the hidden tests add another seed.
@@ -662,76 +864,114 @@ def _(fn, rng):
 
 
 # ------------------------------------------------------------------------------------------
-# 8.8 One step of the LRU layer
+# 8.8 k steps of the LRU layer with the input held, in one shot
 # ------------------------------------------------------------------------------------------
 
-def np_lru_step(q, x, v, *, variant=None):
-    """One LRU step in float64 (LRU eq. 3 with Λ = diag(λ), §3.3–§3.4), with a mistake."""
+def affine_power(a, c, k):
+    """``(a_k, c_k)`` with ``x ↦ a x + c`` applied ``k`` times equal to ``x ↦ a_k x + c_k``,
+    elementwise: binary powers of the map (the map composed with itself is ``x ↦ a² x + (a c +
+    c)``), so ``O(log k)`` compositions, in the precision of ``a`` and ``c``."""
+    acc_a, acc_c = np.ones_like(a), np.zeros_like(c)
+    sq_a, sq_c = a, c
+    k = int(k)
+    while k:
+        if k & 1:                     # powers of one map commute: the order does not matter
+            acc_a, acc_c = sq_a * acc_a, sq_a * acc_c + sq_c
+        sq_a, sq_c = sq_a * sq_a, sq_a * sq_c + sq_c
+        k >>= 1
+    return acc_a, acc_c
+
+
+def np_lru_hold(q, x, v, k, *, variant=None):
+    """``(x_k, y_k)`` in float64 after ``k`` steps from ``x`` with the input ``v`` held (LRU
+    eq. 3 with Λ = diag(λ), §3.3–§3.4), from ``affine_power``; ``variant`` makes one mistake."""
     lam = np.exp(-np.exp(np.float64(q["nu_log"])) + 1j * np.exp(np.float64(q["theta_log"])))
     if variant == "conjugate":
         lam = np.conj(lam)
-    b = (q["B_re"] + 1j * q["B_im"]).astype(np.complex128)
-    gain = 1.0 if variant == "no_gamma" else np.exp(np.float64(q["gamma_log"]))
+    gain = np.exp(np.float64(q["gamma_log"]) * (variant != "no_gamma"))
+    b = (np.float64(q["B_re"]) + 1j * np.float64(q["B_im"])) * gain[:, None]
     x = np.asarray(x, np.complex128)
     v = np.asarray(v, np.float64)
-    new = lam * x + gain * (v @ b.T)
-    read = x if variant == "read_before_update" else new
-    cx = read @ (q["C_re"] + 1j * q["C_im"]).astype(np.complex128).T
-    y = (np.abs(cx) if variant == "modulus" else cx.real) \
-        + (0.0 if variant == "no_D" else q["D"] * v)
-    return new, y
+    c = v @ b.T
+
+    def state(steps_x, steps_v):
+        return affine_power(lam, c, steps_x)[0] * x + affine_power(lam, c, steps_v)[1]
+    x_k = {"one_more": lambda: state(k, k + 1), "one_less": lambda: state(k, k - 1),
+           "x_late": lambda: state(k - 1, k), "no_x": lambda: state(k, k) - lam ** k * x,
+           "linear": lambda: affine_power(lam, c, k)[0] * x + k * c,
+           "steady": lambda: np.broadcast_to(c / (1 - lam), x.shape)}.get(
+        variant, lambda: state(k, k))()
+    read = state(k - 1, k - 1) if variant == "read_before" else x_k
+    cx = read @ (np.float64(q["C_re"]) + 1j * np.float64(q["C_im"])).T
+    y = (np.abs(cx) if variant == "modulus" else cx.real) + (0.0 if variant == "no_D"
+                                                             else np.float64(q["D"]) * v)
+    return x_k, y
 
 
-_STEP_HINTS = [
-    ("read_before_update", "y_k reads the new state: update x first (x_k = λ x_{k−1} + …), then "
-                           "y_k = Re(C x_k) + D ⊙ v_k with that x_k."),
-    ("no_gamma", "the γ normalisation is missing: x_k = λ x_{k−1} + exp(γ_log) ⊙ (B v_k)."),
-    ("conjugate", "λ has the wrong phase sign: λ = exp(−exp(ν_log) + i·exp(θ_log))."),
-    ("modulus", "take the real part Re(C x_k), not the modulus |C x_k|."),
-    ("no_D", "the skip term D ⊙ v_k is missing from y_k."),
+_HOLD_STATE_HINTS = [
+    ("no_x", "your x_k does not change with the state x you start from: x must decay into x_k "
+             "too."),
+    ("steady", "your x_k is the state that infinitely many steps of v would reach, whatever x "
+               "and k."),
+    ("one_more", "with x = 0 yours would be the state after k + 1 steps of v: the held input "
+                 "entered once too often."),
+    ("one_less", "with x = 0 yours would be the state after k − 1 steps of v: the held input "
+                 "entered once too few."),
+    ("x_late", "the share of the starting state x in yours has decayed over k − 1 steps, not "
+               "k."),
+    ("linear", "the held input's share in yours grows in proportion to k: none of the k inputs "
+               "has faded by step k."),
+    ("no_gamma", "the held input's share in yours is 1/γ times too large, state by state: as if "
+                 "γ = 1."),
+    ("conjugate", "your state turns the other way round: its phases go as those of conj(λ)."),
+]
+_HOLD_OUTPUT_HINTS = [
+    ("read_before", "your y_k is read from the state one step earlier, x_{k−1}."),
+    ("modulus", "the part of your y_k read from the state (all but D ⊙ v) is never negative; "
+                "the layer's is."),
+    ("no_D", "your y_k comes from the state alone: with C = 0 the layer's would still carry v "
+             "through to y_k, yours would be 0."),
 ]
 
 
-@exercise("8.8", points=3, title="one step of the LRU layer, state in and state out",
+@exercise("8.8", points=3, title="k steps of the LRU layer in one shot",
           reference="LRU eq. 3 with Λ = diag(λ) and §3.3–§3.4 (λ, γ); chapter 8, §8.7 (state "
                     "in, state out)",
-          stronger_hint="the same three pieces as the whole layer, without the scan: λ from "
-                        "ν_log and θ_log, the complex input γ ⊙ (B v_t) of shape (…, N), then "
-                        "x_new = λ ⊙ x + that input, and y = Re(C x_new) + D ⊙ v_t. Return "
-                        "(x_new, y); the state is everything the next step needs.")
+          stronger_hint="unroll the step with c = γ ⊙ (B v) held fixed: x_1 = λx + c, x_2 = λ²x "
+                        "+ λc + c, …, so x_k = λ^k ⊙ x + (1 + λ + … + λ^(k−1)) ⊙ c, state by "
+                        "state. The sum is geometric and |λ| < 1, so it has a closed form; "
+                        "λ^k = exp(k (−e^(ν_log) + i e^(θ_log))). Then y_k = Re(C x_k) + D ⊙ v.")
 def _(fn, rng):
-    for lead, h, n in [((), 2, 3), ((3,), 4, 2), ((2, 2), 1, 5)]:
+    cases = [((), 2, 3, 1, 1.0), ((2,), 3, 4, 7, 0.0), ((3,), 4, 2, 5, 1.0),
+             ((2, 2), 1, 5, 40, 1.0), ((2,), 3, 4, 10 ** 9, 1.0)]
+    for lead, h, n, k, scale in cases:
         q = random_params(rng, h, n)
         x = (randn(rng, *lead, n) + 1j * randn(rng, *lead, n)).astype(np.complex64)
-        v = randn(rng, *lead, h)
-        inputs = {"q": q, "x": x, "v_t": v}
-        got_x, got_y = _pair(call(fn, inputs), inputs, "x_new, y")
-        want = _compiled("lru.step")(q, x, v)
-        hints = {name: np_lru_step(q, x, v, variant=name) for name, _ in _STEP_HINTS}
-        expect_close(got_x, np.asarray(want[0]["x"]), inputs=inputs, rtol=RTOL, atol=ATOL,
-                     dtype="complex", what="the new state x_new", hints=[
-                         alternative(hints[name][0], m) for name, m in _STEP_HINTS])
-        expect_close(got_y, np.asarray(want[1]), inputs=inputs, rtol=RTOL, atol=ATOL,
-                     what="the output y", hints=[
-                         alternative(hints[name][1], m) for name, m in _STEP_HINTS])
-    # Fed back step after step from x = 0, the steps must give the whole layer's outputs.
-    h, n, length = 3, 4, 12
-    q = random_params(rng, h, n)
-    u = randn(rng, 2, length, h)
-    want = np.asarray(_compiled("lru.apply")(q, u))
-    x = np.zeros((2, n), np.complex64)
-    outputs = []
-    for k in range(length):
-        x, y = _pair(call(fn, {"q": q, "x": x, "v_t": u[:, k]}),
-                     {"q": q, "x": "the state your step returned", "v_t": u[:, k]}, "x_new, y")
-        outputs.append(np.asarray(y))
-    expect_close(np.stack(outputs, axis=-2), want, inputs={"q": q, "u": u}, rtol=2e-4,
-                 atol=2e-5, time_axis=-2, what=f"the outputs of {length} steps fed back from "
-                 "x = 0 (against the whole layer on the sequence)")
+        v = (scale * randn(rng, *lead, h)).astype(np.float32)
+        inputs = {"q": q, "x": x, "v": v, "k": k}
+        got_x, got_y = _pair(call(fn, inputs), inputs, "x_k, y_k")
+        if k <= 100:                  # the layer's own step, k times
+            state, y = {"x": x}, None
+            for _ in range(k):
+                state, y = _compiled("lru.step")(q, state["x"], v)
+            want_x, want_y = np.asarray(state["x"]), np.asarray(y)
+        else:                         # no loop could step 10^9 times
+            want_x, want_y = (w.astype(d) for w, d in zip(np_lru_hold(q, x, v, k),
+                                                          (np.complex64, np.float32)))
+        said = (" (v = 0: the state only decays and turns)" if scale == 0 else
+                f" after {k:,} steps" if k > 100 else "")
+        hints = {name: np_lru_hold(q, x, v, k, variant=name)
+                 for name, _ in _HOLD_STATE_HINTS + _HOLD_OUTPUT_HINTS}
+        expect_close(got_x, want_x, inputs=inputs, rtol=RTOL, atol=ATOL, dtype="complex",
+                     what="the state x_k" + said, hints=[
+                         alternative(hints[name][0], m) for name, m in _HOLD_STATE_HINTS])
+        expect_close(got_y, want_y, inputs=inputs, rtol=RTOL, atol=ATOL,
+                     what="the output y_k" + said, hints=[
+                         alternative(hints[name][1], m) for name, m in _HOLD_OUTPUT_HINTS])
 
 
 # ------------------------------------------------------------------------------------------
-# 8.9 The mean-pooled model, online
+# 8.9 An exponentially weighted mean pooling, online
 # ------------------------------------------------------------------------------------------
 
 def _numbers_in(value) -> int:
@@ -745,106 +985,177 @@ def _numbers_in(value) -> int:
     return int(np.size(value))
 
 
-@exercise("8.9", points=3, title="the mean-pooled model online, a chunk at a time",
-          reference="LRU Fig. 1 and App. D (mean pooling before a linear decoder); chapter 8, "
-                    "§8.7 (apply with a carry, chunk by chunk)",
-          stronger_hint="with pool 'none' the same parameters give the decoder's output at every "
-                        "step, and the decoder is affine: the mean of those outputs over the "
-                        "steps so far is the mean-pooled output. Keep three things in memory: the "
-                        "model's carry (model.apply(..., carry=, return_carry=True)), the running "
-                        "sum of the per-step outputs, and the number of steps; return the memory "
-                        "and sum / count.")
+def weighted_prefix_means(per_step, ends, w):
+    """For each ``end``: Σ_t w^(end−1−t) y_t / Σ_t w^(end−1−t) over the steps t < end of
+    ``per_step`` (B, L, d), in float64, straight from the definition (no carried sum)."""
+    per_step = np.asarray(per_step, np.float64)
+    out = []
+    for end in ends:
+        weights = np.float64(w) ** np.arange(end - 1, -1, -1)
+        out.append(np.einsum("t,btd->bd", weights, per_step[:, :end]) / weights.sum())
+    return out
+
+
+def np_weighted_chunks(per_step, lengths, w, variant=None):
+    """The output after each chunk of ``lengths``, a weighted sum and its weights carried from
+    chunk to chunk in float64, with one mistake switched on (``variant``)."""
+    per_step = np.asarray(per_step, np.float64)
+    total, weight, seen, out = 0.0, 0.0, 0, []
+    for n in lengths:
+        chunk = per_step[:, seen:seen + n]
+        seen += n
+        ages = np.float64(w) ** np.arange(n - 1, -1, -1)
+        if variant == "reversed":
+            ages = ages[::-1]
+        if variant == "latest_chunk":
+            total, weight = 0.0, 0.0
+        aged = {"no_age": 1.0, "age_once": np.float64(w)}.get(variant, np.float64(w) ** n)
+        total = aged * total + np.einsum("t,btd->bd", ages, chunk)
+        weight = aged * weight + ages.sum()
+        norm = {"count": seen, "endless": 1 / (1 - w) if w < 1 else seen}.get(variant, weight)
+        out.append(total / norm)
+    return out
+
+
+_WEIGHTED_HINTS = [
+    ("no_age", "the steps of earlier chunks do not fade as new chunks arrive: what you carry "
+               "from one chunk to the next must age with every step of the new chunk."),
+    ("age_once", "what you carry from earlier chunks ages by one step per chunk, not by one "
+                 "step per step of the new chunk."),
+    ("reversed", "within each chunk your oldest step weighs most: a step's weight falls with "
+                 "its age, counted back from the latest step."),
+    ("count", "your weights do not add up to 1: you divided the weighted sum by the number of "
+              "steps."),
+    ("endless", "your output is too small early in the stream and catches up only after many "
+                "steps: you divided by what the weights add up to on an endless stream, not by "
+                "what the weights of the steps so far add up to."),
+    ("latest_chunk", "this is the weighted mean over the latest chunk only: the output pools "
+                     "every step so far."),
+]
+
+
+@exercise("8.9", points=3, title="an exponentially weighted mean, online, by chunks",
+          reference="LRU Fig. 1 and App. D (pooling over time before a linear decoder); LRU eq. "
+                    "3 with Λ = w I, B = I (the weighted sum is a linear recurrence); chapter "
+                    "8, §8.7 (apply with a carry, chunk by chunk)",
+          stronger_hint="write the pooled vector as S_L / Z_L with S_L = Σ_t w^(L−t) y_t and "
+                        "Z_L = Σ_t w^(L−t): both obey x_t = w x_(t−1) + (y_t or 1). Over a chunk "
+                        "of n steps, what you carried ages by w^n and the chunk's j-th step "
+                        "(j = 0 … n−1) enters with w^(n−1−j). Keep the model's carry, S and Z; "
+                        "add Z up as a sum (its closed form divides by 1 − w, 0 at w = 1). "
+                        "Because the weights S/Z uses add up to 1, the affine decoder can come "
+                        "before the pooling: pool the outputs of pool 'none'.")
 def _(fn, rng):
     import dataclasses
 
     from lrnn import model
-    # Both cases share their widths (one compilation per chunk length); depth 1, then 2.
-    cases = [(2, 4, 3, 1, [3, 1, 3, 2, 3]), (2, 4, 3, 2, [1, 3, 3, 1])]
-    for d_in, h, n, depth, lengths in cases:
-        params = random_model(rng, d_in, h, n, depth, 2)
+    # Every case shares its widths, and every chunk holds 1, 2 or 3 steps (few compilations);
+    # each chunking of a case runs over the same stream.
+    cases = [(1, 0.7, [[3, 3, 1], [1] * 7]), (2, 1.0, [[3, 1, 3], [2, 2, 2, 1]]),
+             (2, 0.9, [[2, 3, 2]])]
+    d_in, h, n_state, length = 2, 4, 3, 7
+    for depth, w, chunkings in cases:
+        params = random_model(rng, d_in, h, n_state, depth, 2)
         cfg = model_config(params, "mean")
         state = {"blocks": [{} for _ in params["blocks"]]}
-        x = randn(rng, 2, sum(lengths), d_in)
-        ends = np.cumsum(lengths)
+        x = randn(rng, 2, length, d_in)
+        none = dataclasses.replace(cfg, pool="none")
+        per_step = reference_model(params, x, none, state).astype(np.float64)
         described = {"params": "parameters with lrnn.model.init's layout", "state": "its state",
                      "cfg": f"ModelConfig(layer='lru', d_input={d_in}, depth={depth}, "
-                            f"d_model={h}, d_state={n}, pool='mean')"}
-        memory, got, sizes = None, [], []
-        for k, (end, size) in enumerate(zip(ends, lengths)):
-            chunk = x[:, end - size:end]
-            inputs = {**described, "memory": "None (the first chunk)" if k == 0 else
-                      f"what your function returned for chunk {k}", "chunk": chunk}
-            pair = call(fn, {"params": params, "state": state, "cfg": cfg, "memory": memory,
-                             "chunk": chunk})
-            memory, mean = _pair(pair, inputs, "memory, mean")
-            got.append(mean)
-            sizes.append(_numbers_in(memory))
-        grown = [k for k in range(2, len(sizes)) if sizes[k] > sizes[1]]
-        expect(not grown, f"the memory grows with the stream: {sizes[1]} numbers after chunk 2, "
-               f"{sizes[grown[0]] if grown else 0} after chunk {grown[0] + 1 if grown else 0}. "
-               "Online, the memory holds what the next chunk needs, the same amount at every "
-               "step.", inputs=described,
-               hint="keep the model's carry, a running sum and a count of steps: not the "
-                    "chunks, nor the outputs of every step.")
-        none = dataclasses.replace(cfg, pool="none")
-        # The mean-pooled output of every prefix: its last is model.apply on all of x, the
-        # others follow from the per-step outputs because the decoder is affine.
-        per_step = reference_model(params, x, none, state).astype(np.float64)
-        want = [per_step[:, :end].mean(-2).astype(np.float32) for end in ends[:-1]]
-        want.append(reference_model(params, x, cfg, state))
+                            f"d_model={h}, d_state={n_state}, pool='mean')", "w": w}
+        for lengths in chunkings:
+            ends = np.cumsum(lengths)
+            memory, got, sizes = None, [], []
+            for k, (end, size) in enumerate(zip(ends, lengths)):
+                chunk = x[:, end - size:end]
+                inputs = {**described, "memory": "None (the first chunk)" if k == 0 else
+                          f"what your function returned for chunk {k}", "chunk": chunk}
+                pair = call(fn, {"params": params, "state": state, "cfg": cfg, "w": w,
+                                 "memory": memory, "chunk": chunk})
+                memory, mean = _pair(pair, inputs, "memory, mean")
+                got.append(mean)
+                sizes.append(_numbers_in(memory))
+            grown = [k for k in range(2, len(sizes)) if sizes[k] > sizes[1]]
+            expect(not grown, f"the memory grows with the stream: {sizes[1]} numbers after "
+                   f"chunk 2, {sizes[grown[0]] if grown else 0} after chunk "
+                   f"{grown[0] + 1 if grown else 0}. Online, the memory holds what the next "
+                   "chunk needs, the same amount at every step.", inputs=described,
+                   hint="keep the model's carry and a fixed number of sums: not the chunks, "
+                        "nor the outputs of every step.")
+            exact = weighted_prefix_means(per_step, ends, w)
+            want = [m.astype(np.float32) for m in exact]
+            if w == 1:                # the whole stream: the library's own mean pooling
+                want[-1] = reference_model(params, x, cfg, state)
+            wrong = {v: np_weighted_chunks(per_step, lengths, w, v)
+                     for v, _ in _WEIGHTED_HINTS}
 
-        def fresh(end):
-            outs = [reference_model(params, x[:, e - k:e], none, state)
-                    for e, k in zip(ends, lengths) if e <= end]
-            return np.concatenate(outs, axis=-2).mean(-2)
-
-        def chunk_means(k):
-            return [per_step[:, e - n:e].mean(-2) for e, n in zip(ends[:k + 1], lengths)]
-        for k, (g, w) in enumerate(zip(got, want)):
-            end = ends[k]
-            expect_close(g, w, inputs={**described, "chunks": f"{k + 1} of lengths "
-                                                              f"{lengths[:k + 1]}"},
-                         rtol=RTOL, atol=ATOL,
-                         what=f"the mean after chunk {k + 1} (steps 1 to {end})", hints=[
-                             alternative(lambda: fresh(end),
-                                         "every chunk started from a zero state: pass the carry "
-                                         "that the previous chunk returned."),
-                             alternative(lambda: chunk_means(k)[-1],
-                                         "this is the mean over the latest chunk only: the "
-                                         "output pools every step so far (a running sum and a "
-                                         "count of steps)."),
-                             alternative(lambda: np.mean(chunk_means(k), axis=0),
-                                         "you averaged the chunks' means: the chunks have "
-                                         "different lengths, so weight each step equally (a "
-                                         "running sum and a count of steps)."),
-                             alternative(per_step[:, end - 1],
-                                         "this is the output at the last step (pool 'last'): "
-                                         "the model pools with the mean over every step so "
-                                         "far."),
-                         ])
+            def fresh(end, lengths=lengths, ends=ends):
+                outs = [reference_model(params, x[:, e - k:e], none, state)
+                        for e, k in zip(ends, lengths) if e <= end]
+                return weighted_prefix_means(np.concatenate(outs, axis=-2), [end], w)[0]
+            for k, (g, want_k) in enumerate(zip(got, want)):
+                end = ends[k]
+                hints = [alternative(lambda end=end: fresh(end),
+                                     "every chunk started from a zero state: pass the carry "
+                                     "that the previous chunk returned.")]
+                if w == 1:
+                    hints.append(when(lambda got, want: not np.isfinite(got).all(),
+                                      "at w = 1 your output is not finite: a closed form for "
+                                      "the sum of the weights that divides by 1 − w breaks "
+                                      "there."))
+                if w < 1:
+                    hints.append(alternative(lambda end=end: weighted_prefix_means(
+                        per_step, [end], 1.0)[0], "every step of yours weighs the same, as at "
+                                                  "w = 1: a step t steps back should count w^t "
+                                                  "as much as the latest."))
+                hints += [alternative(wrong[v][k], m) for v, m in _WEIGHTED_HINTS   # those that
+                          if not np.allclose(wrong[v][k], exact[k], rtol=RTOL, atol=ATOL)]  # show
+                hints.append(alternative(per_step[:, end - 1],
+                                         "this is the output at the latest step alone."))
+                expect_close(g, want_k, inputs={**described, "chunks": f"{k + 1} of lengths "
+                                                                       f"{lengths[:k + 1]}"},
+                             rtol=RTOL, atol=ATOL,
+                             what=f"the output after chunk {k + 1} (steps 1 to {end}, w = {w})",
+                             hints=hints)
 
 
 # ---------------------------------------------------------------------------------------------
 # Predict, then run
 # ---------------------------------------------------------------------------------------------
 
-CARRY_DEPTH, CARRY_STATE, CARRY_WIDTH, CARRY_BATCH, CARRY_STEPS = 4, 128, 256, 16, 10_000
+CARRY_LAYER, CARRY_DEPTH, CARRY_STATE, CARRY_WIDTH = "rotlstm", 3, 96, 256
+CARRY_BATCH, CARRY_STEPS = 16, 10_000
 
 
 @exercise("8.10", points=1, kind="value",
-          title="predict: the bytes a deep LRU keeps between steps",
-          reference="chapter 8, §8.7 (state in, state out); LRU eq. 3 (the state x_t)",
-          stronger_hint="The carry is what the next step needs and nothing more: one LRU "
-                        "state x_t per block, N complex numbers per sequence. Neither the "
-                        "width H nor the number of steps already seen enters it. A complex64 "
-                        "number is 8 bytes.")
+          title="predict: the bytes a deep RotLSTM keeps between steps",
+          reference="RotLSTM eqs. 3–10 (the cell's step: what it reads of step t − 1); chapter "
+                    "8, §8.7 (state in, state out)",
+          stronger_hint="List what the cell's step at t reads from step t − 1 and cannot "
+                        "compute from x_t: the gates act on [h_{t−1}, x_t], the new cell state "
+                        "starts from c_{t−1}, and h_t = o_t ⊙ tanh(c_t) needs o_t, which only "
+                        "h_{t−1} and x_t give. The rotation angles are recomputed at every step. "
+                        "That, per block and per sequence, in float32 (4 bytes), is the carry; "
+                        "the width H and the steps already seen do not enter it.")
 def _(value, rng):
-    want = CARRY_DEPTH * CARRY_BATCH * CARRY_STATE * 8
+    per_block = 2 * CARRY_STATE                        # h_t and c_t, d_state floats each
+    want = CARRY_DEPTH * CARRY_BATCH * per_block * 4
     expect_prediction(value, want, what="the carry's bytes", hints=[
-        alternative(want // 2, "a complex64 number is two float32 numbers: 8 bytes."),
-        alternative(want * CARRY_WIDTH // CARRY_STATE, "the carry holds the states (N = 128 "
-                                                        "per block), not the width H."),
+        alternative(want // 2, "the step reads two vectors of step t − 1: its gates act on "
+                               "[h_{t−1}, x_t], and the new cell state starts from c_{t−1}; "
+                               "neither can be computed from the other."),
+        alternative(want * 2, "the carry holds real float32 numbers (4 bytes each), and only "
+                              "what the next step reads: the four gates are recomputed at "
+                              "every step."),
+        alternative(want + CARRY_DEPTH * CARRY_BATCH * (CARRY_STATE // 2) * 4,
+                    "the rotation angles 2π σ(W_rot [h_{t−1}, x_t] + b_rot) are recomputed at "
+                    "every step (RotLSTM eq. 7): the carry does not keep them."),
+        alternative(want * CARRY_WIDTH // CARRY_STATE, f"the carry holds the cell's d_state = "
+                                                       f"{CARRY_STATE} hidden units per vector, "
+                                                       "not the width H."),
         alternative(want * CARRY_STEPS, "the carry does not grow with the steps already "
                                         "seen."),
         alternative(want // CARRY_BATCH, "every sequence of the batch has its own state."),
+        alternative(want // CARRY_DEPTH, "every block has its own cell, with its own state."),
     ])
