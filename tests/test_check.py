@@ -472,9 +472,11 @@ def test_ornn_step_back_in_the_wrong_order_is_named():
 
 def test_fill_chunks_hints_name_the_mistake():
     """Exercise 6.6: Little's law alone, the table's U = 16, one program per chunk."""
-    assert "nothing to run" in message("6.6", 16)
+    assert "count the programs they make" in message("6.6", 16)
     assert "16 rows per lane" in message("6.6", 64)
-    assert "three" in message("6.6", 132)
+    assert "32 of its channels" in message("6.6", 132)
+    for wrong in (16, 64, 132):               # the hints name the mistake, never a count
+        assert "44" not in message("6.6", wrong) and "three" not in message("6.6", wrong)
     assert "hint" not in message("6.6", 45)
 
 

@@ -337,7 +337,7 @@ def _kernel_variant(params, L, *, lag0=("fwd", "bwd", "D"), swap=False, late_fut
 
 @exercise("2.4", points=3, title="the two-sided kernel of a bidirectional LRU layer",
           reference="LRU §3.3 and App. D.1 (bidirectional layers for PathFinder and PathX); "
-                    "RotRNN App. B.2 (shared Λ, B, D; one C per direction); chapter 1, eqs. "
+                    "RotRNN App. B.2 (shared Λ and B; one C per direction); chapter 1, eqs. "
                     "(1.1)–(1.2) (a layer as a convolution)",
           stronger_hint="unroll each direction as in eq. (1.1). The forward states give y_k the "
                         "terms Re(C_f Λ^j (γ ⊙ B)) u_{k−j}, j ≥ 0 (the past); the backward states "

@@ -311,18 +311,17 @@ def _(value, rng):
     B, _, N = FILL_SHAPE
     expect_prediction(value, want, atol=0.5, what="the fewest chunks C", hints=[
         alternative(_fill_chunks(programs_per_chunk=math.inf),
-                    "with that many chunks Little's law is met, but a chunk of 96 channels is "
-                    "only three programs: most of the 132 multiprocessors would have nothing to "
-                    "run."),
+                    "with that many chunks Little's law is met, but count the programs they "
+                    "make: would every one of the 132 multiprocessors have one to run?"),
         alternative(_fill_chunks(unroll=16),
                     "that is what 16 rows per lane (the tuning table's U) would need: the "
-                    "registers leave room for more rows in flight, and then Little's law asks "
-                    "for fewer chunks than the multiprocessors do."),
+                    "registers leave room for more rows in flight. Redo both conditions with "
+                    "the U they allow."),
         alternative(_fill_chunks(unroll=1),
                     "each lane keeps U rows in flight, as many as its registers hold, not one."),
         alternative(_fill_chunks(programs_per_chunk=1),
                     "a chunk is not one program: each program takes 32 of its channels (one "
-                    "warp), so a chunk of 96 channels is three."),
+                    "warp)."),
         alternative(math.ceil(8192 / (B * N)),
                     "that is the tuning table's target of 8192 lanes (§6.6), not the fewest "
                     "chunks that meet the two conditions."),

@@ -665,7 +665,7 @@ _EXEMPT_WRONGLY = [
      "your mask exempts the layer's read-out or skip ({names}) from weight decay: they map the "
      "state to the output after the recurrence has run, as the decoder does."),
     (None, {"b"},
-     "your mask exempts the oRNN's bias b from weight decay: in h_t = σ(W h_{{t−1}} + V x_t + "
+     "your mask exempts the oRNN's bias b from weight decay: in h_t = φ(W h_{{t−1}} + V x_t + "
      "b), is b a map applied to the state, or to the input?"),
     (None, {"h0"},
      "your mask exempts the learned initial state h0: it is where the recurrence starts, not "
@@ -962,12 +962,17 @@ def _(fn, rng):
                 f" after {k:,} steps" if k > 100 else "")
         hints = {name: np_lru_hold(q, x, v, k, variant=name)
                  for name, _ in _HOLD_STATE_HINTS + _HOLD_OUTPUT_HINTS}
+        # a mistake that gives this case's answer anyway (λ^k = 0 at k = 10^9) says nothing
+        shows = lambda wrong, right: not np.allclose(wrong, right, rtol=10 * RTOL,  # noqa: E731
+                                                     atol=10 * ATOL)
         expect_close(got_x, want_x, inputs=inputs, rtol=RTOL, atol=ATOL, dtype="complex",
                      what="the state x_k" + said, hints=[
-                         alternative(hints[name][0], m) for name, m in _HOLD_STATE_HINTS])
+                         alternative(hints[name][0], m) for name, m in _HOLD_STATE_HINTS
+                         if shows(hints[name][0], want_x)])
         expect_close(got_y, want_y, inputs=inputs, rtol=RTOL, atol=ATOL,
                      what="the output y_k" + said, hints=[
-                         alternative(hints[name][1], m) for name, m in _HOLD_OUTPUT_HINTS])
+                         alternative(hints[name][1], m) for name, m in _HOLD_OUTPUT_HINTS
+                         if shows(hints[name][1], want_y)])
 
 
 # ------------------------------------------------------------------------------------------
