@@ -300,6 +300,53 @@ def test_capstone_hints_name_the_symptom():
         "8.8", lambda q, x, v, k: jump(q, x, v, k, start=False))
 
 
+def test_a_loop_over_a_billion_steps_is_stopped_with_a_hint(monkeypatch):
+    """8.8 with a loop that steps k times: right for the small k, and at k = 10^9 the check
+    stops it and says why, where the cell would otherwise never end."""
+    import threading
+    from lrnn.course.check import ch08
+    assert threading.current_thread() is threading.main_thread()    # where the alarm can ring
+    monkeypatch.setattr(ch08, "HOLD_SECONDS", 1.0)
+
+    def loop(q, x, v, k):
+        lam = np.exp(-np.exp(np.float64(q["nu_log"])) + 1j * np.exp(np.float64(q["theta_log"])))
+        c = np.exp(np.float64(q["gamma_log"])) * (v @ (q["B_re"] + 1j * q["B_im"]).T)
+        for _ in range(k):
+            x = lam * x + c
+        return x, (x @ (q["C_re"] + 1j * q["C_im"]).T).real + q["D"] * v
+    msg = message("8.8", loop)
+    assert "did not come back within 1 s" in msg and "closed form" in msg, msg
+    assert "1,000,000,000" in msg
+
+
+def test_call_within_stops_python_code_and_restores_the_alarm():
+    import signal
+    import threading
+    import time
+    from lrnn.course.check import CheckFailure, StudentError, call_within
+
+    def spin(seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            pass
+        return "done"
+    before = signal.getsignal(signal.SIGALRM)
+    start = time.monotonic()
+    with pytest.raises(CheckFailure, match="the spin did not come back within 0.2 s"):
+        call_within(0.2, spin, {"seconds": 60}, what="the spin", hint="h")
+    assert time.monotonic() - start < 5
+    assert signal.getsignal(signal.SIGALRM) is before and signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    assert call_within(5, spin, {"seconds": 0.01}, what="the spin", hint="h") == "done"
+    with pytest.raises(StudentError, match="ZeroDivisionError"):
+        call_within(5, lambda a: 1 / a, {"a": 0}, what="w", hint="h")
+    out = []                                   # no alarm off the main thread: a plain call
+    worker = threading.Thread(target=lambda: out.append(
+        call_within(0.01, spin, {"seconds": 0.1}, what="w", hint="h")))
+    worker.start()
+    worker.join()
+    assert out == ["done"]
+
+
 def _np_chunk8(params, states, chunk):
     """The model's per-step outputs on one chunk (pool 'none'), float64, from the LRU states
     the previous chunk left; returns (the new states, the outputs)."""

@@ -173,6 +173,47 @@ def gpu_over_cpu(field, task=None):
             for t in tasks}
 
 
+# --- Chapter 7, part II: a memory of 1 000 steps --------------------------------------------
+
+MEM = "book/07_memory.ipynb"
+
+
+def sigmoid(z):
+    return 1 / (1 + math.exp(-z))
+
+
+def order_of(x):
+    """The power of ten nearest ``x``, as the prose quotes ``10^{-136}``."""
+    return 10.0 ** round(math.log10(x))
+
+
+def mean_predictor_sd():
+    """Standard deviation of a mean predictor's test MSE on 250 recall targets:
+    Var((v - 1/2)^2) = 1/180 for v ~ U(0, 1)."""
+    return math.sqrt(1 / 180 / 250)
+
+
+def keep_ten_percent_of_r2(T):
+    """|lambda|^2 of an eigenvalue that keeps 10% of an input after T steps."""
+    return math.exp(-2 * math.log(10) / T)
+
+
+def seed_table():
+    """The stored seed table of part II: model label -> best test MSE / baseline per seed."""
+    rows = {}
+    for line in stored_output(MEM, "SEEDS = (0, 1, 2)").splitlines():
+        cols = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cols) >= 4 and re.fullmatch(r"\d\.\d+", cols[1]):
+            rows[cols[0]] = [float(v) for v in cols[1:4]]
+    assert rows, "no seed table stored"
+    return rows
+
+
+def schedule_at(step):
+    from lrnn.training import train
+    return float(train.schedule(1e-3, 1000, 0.1)(step))
+
+
 # --- Chapter 8: the residual stream at initialisation ----------------------------------------
 
 CAP = "book/08_capstone.ipynb"
@@ -409,6 +450,67 @@ RULES = [
          lambda: min(overlapping(GATED_OR_ROTATED))),
     Rule(EXP, "three seeds settle", r"medians lie within 0\.\d+–(0\.\d+)",
          lambda: max(overlapping(GATED_OR_ROTATED))),
+    # Chapter 7, part I: the learning-rate schedule of Problem 1
+    Rule(EXP, "The warm-up lasts", r"\(10\^\{-3\} - 10\^\{-7\}\)/2 \\approx ([\d.]+\\cdot10\^\{-\d+\})",
+         lambda: schedule_at(50)),
+    Rule(EXP, "The warm-up lasts", r"again about \$([\d.]+\\cdot10\^\{-\d+\})\$",
+         lambda: schedule_at(550)),
+    Rule(EXP, "The warm-up lasts", r"reaches the peak \$(10\^\{-\d+\})\$",
+         lambda: round(schedule_at(100), 9)),          # float32 rounding of the peak
+    Rule(EXP, "The warm-up lasts", r"Step 1 000 ends at \$(10\^\{-\d+\})\$",
+         lambda: order_of(schedule_at(1000))),
+    # Chapter 7, part II: what an input weighs after 999 steps, by model
+    Rule(MEM, "Why the models should differ", r"0\.999\^\{999\} \\approx (0\.\d+)",
+         lambda: 0.999 ** 999),
+    Rule(MEM, "Why the models should differ", r"\\sigma\(1\) \\approx (0\.\d+)",
+         lambda: sigmoid(1)),
+    Rule(MEM, "Why the models should differ", r"\\sigma\(1\)\^\{999\} \\approx (10\^\{-\d+\})",
+         lambda: order_of(sigmoid(1) ** 999)),
+    Rule(MEM, "Why the models should differ", r"0\.5\^\{999\} \\approx (10\^\{-\d+\})",
+         lambda: order_of(0.5 ** 999)),
+    Rule(MEM, "Why the models should differ", r"\\sigma\(5\) \\approx (0\.\d+)",
+         lambda: sigmoid(5)),
+    Rule(MEM, "Why the models should differ",
+         r"0\.9933\^\{999\} \\approx ([\d.]+\\cdot10\^\{-\d+\})", lambda: 0.9933 ** 999),
+    Rule(MEM, "Why the models should differ", r"1/12 \\approx (0\.\d+)", lambda: 1 / 12),
+    Rule(MEM, "The reason is the size of the gradient", r"\$\\ge (0\.\d+)\$ for the linear",
+         lambda: 0.999 ** 999),
+    Rule(MEM, "The reason is the size of the gradient",
+         r"\\sigma\(1\)\^\{999\} \\approx (10\^\{-\d+\})", lambda: order_of(sigmoid(1) ** 999)),
+    Rule(MEM, "The reason is the size of the gradient", r"0\.5\^\{999\} \\approx (10\^\{-\d+\})",
+         lambda: order_of(0.5 ** 999)),
+    Rule(MEM, "The verdicts printed below the figure", r"\((\d+)% of the baseline, Problem 1\)",
+         lambda: percent(2 * mean_predictor_sd() * 12)),
+    # Chapter 7, part II: the seed table and the claim read from it
+    Rule(MEM, "What the comparison claims", r"noise band of Problem 1 \((0\.\d+)\)",
+         lambda: 1 - 2 * mean_predictor_sd() * 12),
+    Rule(MEM, "What the comparison claims", r"its seed 1's best is\s+(0\.\d+)",
+         lambda: seed_table()["LRU"][1]),
+    Rule(MEM, "What the comparison claims", r"about (\d+)\s+to keep 10%",
+         lambda: math.log(0.1 ** (1 / 999) / (1 - 0.1 ** (1 / 999)))),
+    # Chapter 7, part II: the answers to the problems
+    Rule(MEM, "For $v \\sim U(0,1)$", r"\\sqrt\{\(1/180\)/250\} \\approx (0\.\d+)",
+         mean_predictor_sd),
+    Rule(MEM, "For $v \\sim U(0,1)$", r"two standard deviations, (\d+)% of",
+         lambda: percent(2 * mean_predictor_sd() * 12)),
+    Rule(MEM, "For $v \\sim U(0,1)$", r"10\^4\} \\approx (0\.\d+)\$\. With",
+         lambda: keep_ten_percent_of_r2(1e4)),
+    Rule(MEM, "For $v \\sim U(0,1)$", r"- 1 \\approx (0\.\d+)\$",
+         lambda: 2 * keep_ten_percent_of_r2(1e4) - 1),
+    Rule(MEM, "For $v \\sim U(0,1)$", r"r_\{\\min\} \\approx (0\.\d+)\$",
+         lambda: math.sqrt(2 * keep_ten_percent_of_r2(1e4) - 1)),
+    Rule(MEM, "For $v \\sim U(0,1)$", r"f = 0\.1\^\{1/999\} \\approx (0\.\d+)",
+         lambda: 0.1 ** (1 / 999)),
+    Rule(MEM, "For $v \\sim U(0,1)$", r"\\ln\(f/\(1-f\)\) \\approx (\d\.\d)",
+         lambda: math.log(0.1 ** (1 / 999) / (1 - 0.1 ** (1 / 999)))),
+    Rule(MEM, "For $v \\sim U(0,1)$", r"\\approx (0\.\d+)\$ keeps \$0\.731", lambda: sigmoid(1)),
+    Rule(MEM, "For $v \\sim U(0,1)$", r"0\.731\^\{999\} \\approx (10\^\{-\d+\})",
+         lambda: order_of(0.731 ** 999)),
+    Rule(MEM, "For $v \\sim U(0,1)$", r"f \\approx (0\.\d+)\$ keeps \$e", lambda: sigmoid(5)),
+    Rule(MEM, "For $v \\sim U(0,1)$",
+         r"0\.9933\} \\approx ([\d.]+\\cdot10\^\{-\d+\})", lambda: 0.9933 ** 999),
+    Rule(MEM, "For $v \\sim U(0,1)$", r"from \$k = (\d+)\$ on",
+         lambda: math.ceil(-30 / math.log10(sigmoid(1)))),
     # Chapter 8: the RMS of the residual stream, Figure 8.1
     Rule(CAP, "not along the dotted line", r"\((0\.\d+) to 0\.\d+, more than", lambda: stream()[0]),
     Rule(CAP, "not along the dotted line", r"\(0\.\d+ to (0\.\d+), more than", lambda: stream()[1]),

@@ -356,6 +356,15 @@ def test_summarize_groups_seeds_of_one_run():
     assert experiments.group_name("listops200-rotrnn-seed12") == "listops200-rotrnn"
 
 
+def test_where_a_stored_run_ran_and_its_length():
+    cpu = {**_record("a", 0, 0.1), "device": {"platform": "cpu", "cpu_count": 2}}
+    gpu = {**_record("a", 0, 0.1), "device": {"platform": "gpu", "kind": "NVIDIA H100 80GB HBM3"}}
+    assert experiments.where_it_ran(cpu) == "CPU (2 cores)"
+    assert experiments.where_it_ran(gpu) == "GPU: H100 80GB HBM3"
+    assert experiments.sequence_length({"config": {"seq_len": 400}}) == 400
+    assert experiments.sequence_length({"config": {"seq_len": None}}) == 784
+
+
 @pytest.mark.parametrize("bad", [dict(n_params=11), dict(platform="gpu"), dict(model="rotrnn"),
                                  dict(seed=0)])
 def test_summarize_rejects_groups_that_are_not_one_run(bad):

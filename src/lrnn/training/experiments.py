@@ -273,6 +273,20 @@ def group_name(run_name: str) -> str:
     return _SEED_SUFFIX.sub("", run_name)
 
 
+def where_it_ran(record: dict) -> str:
+    """Where a stored run ran, as a table shows it: ``"CPU (2 cores)"``, ``"GPU: H100 80GB HBM3"``."""
+    device = record["device"]
+    if device["platform"] == "cpu":
+        return f"CPU ({device.get('cpu_count', '?')} cores)"
+    return f"GPU: {device['kind'].removeprefix('NVIDIA ')}"
+
+
+def sequence_length(record: dict) -> int:
+    """The length T of a stored run's sequences; sMNIST and psMNIST store none and have 784
+    (28 × 28 pixels)."""
+    return record["config"]["seq_len"] or 784
+
+
 def summarize(records: list) -> list:
     """Group stored runs that differ only in their seed and summarise each group.
 

@@ -13,10 +13,10 @@ import pkgutil
 
 from ._core import (GRADING_ENV, REGISTRY, RESULTS, CheckFailure, Exercise, ExerciseFailed,
                     ForbiddenCall, NotImplementedYet, Result, StopCheck, StudentError,
-                    alternative, as_array, call, check, count_calls, crandn, describe, exercise,
-                    expect, expect_close, expect_dtype, expect_prediction, expect_shape, forbid,
-                    get, grading_mode, largest_intermediate, randn, result_of, under_autograder,
-                    unit_disk, when)
+                    alternative, as_array, call, call_within, check, count_calls, crandn,
+                    describe, exercise, expect, expect_close, expect_dtype, expect_prediction,
+                    expect_shape, forbid, get, grading_mode, largest_intermediate, randn,
+                    result_of, under_autograder, unit_disk, when)
 from ._core import _sort_key
 
 _loaded = False
@@ -46,7 +46,7 @@ def __getattr__(name):
 
 __all__ = ["check", "result_of", "exercise", "exercises", "get", "Exercise", "Result",
            "CheckFailure", "ExerciseFailed", "StopCheck", "StudentError", "NotImplementedYet",
-           "call", "expect", "expect_close", "expect_shape", "expect_dtype", "as_array",
-           "alternative", "when", "describe", "randn", "crandn", "unit_disk", "under_autograder",
+           "call", "call_within", "expect", "expect_close", "expect_shape", "expect_dtype",
+           "as_array", "alternative", "when", "describe", "randn", "crandn", "unit_disk", "under_autograder",
            "GRADING_ENV", "REGISTRY", "RESULTS", "load_all", "forbid", "ForbiddenCall",
            "count_calls", "grading_mode", "largest_intermediate"]

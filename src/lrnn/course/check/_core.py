@@ -18,7 +18,8 @@ import numpy as np
 
 from ._expect import (_hint_conjugate, _hint_negated, _hint_nonfinite, _hint_real_only,  # noqa: F401
                       _hint_scaled, _hint_transposed, _hint_zero, _scalar, _shape_hint,
-                      _time_shift_hints, alternative, as_array, call, expect, expect_close,
+                      _time_shift_hints, alternative, as_array, call, call_within, expect,
+                      expect_close,
                       expect_dtype, expect_prediction, expect_shape, when)
 from ._format import _format_failure, _short, _to_numpy, describe  # noqa: F401
 from ._inputs import crandn, randn, reference_scan, unit_disk  # noqa: F401

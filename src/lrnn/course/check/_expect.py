@@ -22,6 +22,39 @@ def call(fn, inputs: dict, **kwargs):
         raise StudentError(e, shown) from None
 
 
+class _OutOfTime(StopCheck):
+    """The alarm of ``call_within``: a StopCheck, so ``call`` lets it through."""
+
+
+def call_within(seconds: float, fn, inputs: dict, *, what: str, hint: str, **kwargs):
+    """``call(fn, inputs, **kwargs)``, stopped after ``seconds``: a CheckFailure saying that
+    ``what`` did not come back in time, with ``hint``, instead of a cell that never ends. The
+    alarm is SIGALRM, so it interrupts Python code (a loop over a billion steps), not one long
+    compiled computation; where no alarm can be set (not the main thread, no SIGALRM, or a timer
+    already running that is not ours to replace) it is plain ``call``."""
+    import signal
+    import threading
+    main = threading.current_thread() is threading.main_thread()
+    if not (hasattr(signal, "setitimer") and main) or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+        return call(fn, inputs, **kwargs)
+
+    def on_alarm(signum, frame):
+        raise _OutOfTime()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            return call(fn, inputs, **kwargs)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except _OutOfTime:
+        raise CheckFailure(f"{what} did not come back within {seconds:g} s.", inputs=inputs,
+                           hint=hint) from None
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
 def expect(condition: bool, message: str, *, inputs=None, expected=None, received=None,
            hint=None, detail=None):
     """Fail with ``message`` unless ``condition``."""
