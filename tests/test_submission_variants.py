@@ -119,6 +119,21 @@ def test_tracing_sees_a_banned_function_reached_through_an_alias():
     assert ("ex1.5", "numpy.linalg.eigvals") in run.banned_entered
 
 
+def test_a_scan_started_from_x_init_by_the_library_fails_2_3():
+    """Exercise 2.3 asks where x_init enters the states: an answer that hands it to the
+    library's scan (``initial=``) passes the visible check but not the hidden tests."""
+    done = build.solution(2)
+    for cell in done.cells:
+        if build.grade_id(cell) == "ex2.3-solution":
+            from_zero = cell.source.index("    from_zero")      # the model answer, up to its scan
+            cell.source = cell.source[:from_zero] + (
+                "    return np.asarray(lrnn.linear_scan(lam, Bu, initial=x_init))\n")
+    run = build.run_in_process(done)
+    assert run.results["ex2.3"].startswith("ForbiddenCall"), run.results["ex2.3"]
+    assert ("ex2.3", "lrnn.scan._api._check_initial") in run.banned_entered
+    assert all(run.results[g] == "pass" for g in run.results if g != "ex2.3"), run.results
+
+
 def test_write_names_the_chapter(tmp_path):
     for chapter in (1, 8):
         nb = build.with_habits(build.solution(chapter))

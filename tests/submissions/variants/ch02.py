@@ -11,7 +11,10 @@ p_try = lru.init(jax.random.PRNGKey(0), 2, 4)
 u_try = np.ones((5, 2), np.float32)
 print(lru.hidden_states(p_try, u_try).shape, lru.apply(p_try, u_try).shape)
 state_try, y_try = lru.step(p_try, lru.init_state(p_try), u_try[0])
-print(state_try["x"].shape, y_try.shape)'''],
+print(state_try["x"].shape, y_try.shape)
+a_try, b_try, h_try = np.full(4, 0.5), np.ones((5, 4)), np.ones(4)
+x_try = lrnn.linear_scan(a_try, b_try, initial=h_try)      # runs lrnn.scan._api._check_initial
+print(np.allclose(x_try, lrnn.scan.reference.linear_scan(a_try, b_try, initial=h_try)))'''],
     "ex2.4-solution": ['''\
 p_bi_try = lru.init(jax.random.PRNGKey(1), 2, 4, bidirectional=True)
 u_bi_try = np.ones((6, 2), np.float32)
