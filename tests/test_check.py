@@ -463,6 +463,40 @@ def test_biased_norm_hints_name_the_missing_term():
     assert "‖Bμ‖² is missing" in message("4.2", lambda *a: _norms_with_bias(*a, bias=False))
 
 
+def _backward_loop(params, u, scale_first_state=False, scaled_at=-1, flip=False, shift=0):
+    """Exercise 4.4: the backward pass of a bidirectional RotRNN (App. B.2), a loop from t = L
+    down to 1 over the library's γA and ξ, with the typical mistakes as options: the scaled
+    step, the result left in the order the loop makes it, entry t holding x_(t+shift)."""
+    GA = np.asarray(lrnn.layers.rotrnn.transition(params), np.float64)
+    xi = np.asarray(lrnn.layers.rotrnn.xi(params), np.float64)
+    B, u = np.asarray(params["B"], np.float64), np.asarray(u, np.float64)
+    L = u.shape[-2]
+    x, out = np.zeros(u.shape[:-2] + B.shape[:2]), []
+    for t in reversed(range(L)):
+        c = 1 / np.sqrt(np.sum(B ** 2, axis=(1, 2))) if scale_first_state and t == scaled_at % L \
+            else xi
+        x = np.einsum("hij,...hj->...hi", GA, x) \
+            + c[:, None] * np.einsum("hnk,...k->...hn", B, u[..., t, :])
+        out.append(x)
+    xs = np.stack(out if flip else out[::-1], axis=-3)
+    if shift:
+        xs = np.concatenate([xs[..., 1:, :, :], np.zeros_like(xs[..., :1, :, :])], axis=-3)
+    return xs
+
+
+def test_backward_rotrnn_hints_name_the_symptom():
+    assert result_of("4.4", _backward_loop).passed
+    assert "reverse time order" in message("4.4", lambda p, u, **k: _backward_loop(p, u, flip=True,
+                                                                               **k))
+    assert "x_L is √(1 − γ²) times" in message(
+        "4.4", lambda p, u, **k: _backward_loop(p, u, scaled_at=0, **k))
+    assert "these are the forward states" in message(
+        "4.4", lambda p, u, scale_first_state=False: lrnn.layers.rotrnn.hidden_states(
+            p, u, scale_first_state=scale_first_state))
+    assert "off by one step" in message("4.4", lambda p, u, **k: _backward_loop(p, u, shift=1,
+                                                                                **k))
+
+
 def test_fused_rotgru_reset_after_the_product_shows_its_symptom():
     """Exercise 3.4: a fused step that gates (and turns) the candidate's product R_h h_{t−1}
     instead of h_{t−1} passes the shut update and reset gates, not the reset shut on one pair."""
@@ -499,6 +533,40 @@ def test_rotation_recurrence_with_the_input_after_the_turn_is_named():
     assert result_of("3.2", lambda g, t, b: scan(g, t, b, lambda lam: lam)).passed
 
 
+def test_reflection_with_algorithm_2_sign_is_named():
+    """Exercise 5.1: u = x − ‖x‖e₁ with β = +‖x‖ in float32 (Algorithm 2's sign), scaled and
+    with x = 0 handled, fails on a nearly parallel x with the symptom named; with β of the
+    other sign it passes."""
+    import jax.numpy as jnp
+
+    def reflect(sign_of_beta):
+        def fn(x):
+            big = jnp.max(jnp.abs(x), axis=-1, keepdims=True)
+            big = jnp.where(big > 0, big, 1.0)
+            y = x / big
+            norm = jnp.sqrt(jnp.sum(y * y, axis=-1))
+            beta = sign_of_beta(y[..., 0]) * norm
+            u = y.at[..., 0].add(-beta)
+            u = jnp.where(norm[..., None] > 0, u, jnp.eye(x.shape[-1])[0])
+            return u, beta * big[..., 0]
+        return fn
+    assert result_of("5.1", reflect(lambda x1: jnp.where(x1 < 0, 1.0, -1.0))).passed
+    text = message("5.1", reflect(lambda x1: jnp.ones_like(x1)))
+    assert "H(u) x is not β e₁" in text and "x nearly parallel to +e₁" in text
+    assert "cancellation when x is nearly parallel to e₁" in text
+
+    def house(x):                                 # Golub & Van Loan's house: β = 2/vᵀv
+        x = jnp.asarray(x, jnp.float32)
+        sigma = jnp.sum(x[..., 1:] ** 2, axis=-1)
+        mu = jnp.sqrt(x[..., 0] ** 2 + sigma)
+        v1 = jnp.where(x[..., 0] <= 0, x[..., 0] - mu, -sigma / (x[..., 0] + mu))
+        v1 = jnp.where(v1 == 0, 1.0, v1)
+        v = jnp.concatenate([jnp.ones_like(x[..., :1]), x[..., 1:] / v1[..., None]], axis=-1)
+        return v, 2 * v1 ** 2 / (sigma + v1 ** 2)
+    text = message("5.1", house)
+    assert "|β| is not ‖x‖" in text and "β equals 2/uᵀu" in text
+
+
 def test_ornn_step_back_in_the_wrong_order_is_named():
     """Exercise 5.4: a step back that applies the reflections in Algorithm 1's order (W, not
     W⁻¹) fails with that symptom; the other order passes."""
@@ -525,6 +593,49 @@ def test_fill_chunks_hints_name_the_mistake():
     for wrong in (16, 64, 132):               # the hints name the mistake, never a count
         assert "44" not in message("6.6", wrong) and "three" not in message("6.6", wrong)
     assert "hint" not in message("6.6", 45)
+
+
+def test_backward_scan_with_a_per_step_and_an_initial_state_names_the_mistake():
+    """Exercise 6.3: the usual slips in the VJP of x_t = a_t x_(t−1) + b_t from x_init each fail
+    with their symptom; the derivation they miss passes."""
+    def vjp(next_a=lambda a: a[..., 1:, :], pair=lambda x_init, x: x_init,
+            fold=lambda b_bar: b_bar, init=lambda a, b_bar, g: a[..., 0, :] * b_bar[..., 0, :]):
+        def fn(a, x_init, x, x_bar):
+            a, x_init, x, x_bar = (np.asarray(v, np.complex128) for v in (a, x_init, x, x_bar))
+            coef = np.concatenate([next_a(a), np.zeros_like(a[..., :1, :])], axis=-2)
+            rows, carry = [], 0
+            for t in reversed(range(x.shape[-2])):
+                carry = x_bar[..., t, :] + coef[..., t, :] * carry
+                rows.insert(0, carry)
+            b_bar = np.stack(rows, axis=-2)
+            before = np.concatenate([pair(x_init, x)[..., None, :], x[..., :-1, :]], axis=-2)
+            return fold(b_bar * before), b_bar, init(a, b_bar, x_bar)
+        return fn
+    assert result_of("6.3", vjp()).passed
+    assert "shifted by one step" in message("6.3", vjp(next_a=lambda a: a[..., :-1, :]))
+    assert "no conjugate" in message("6.3", vjp(next_a=lambda a: np.conj(a[..., 1:, :])))
+    assert "not x_t" in message("6.3", lambda a, h, x, g: (
+        vjp()(a, h, x, g)[1] * np.asarray(x), *vjp()(a, h, x, g)[1:]))
+    assert "x_init here, not zero" in message("6.3", vjp(pair=lambda h, x: 0 * h))
+    assert "ā is not summed" in message("6.3", vjp(fold=lambda v: v.sum(axis=-2)))
+    assert "without a_0" in message("6.3", vjp(init=lambda a, b_bar, g: b_bar[..., 0, :]))
+    assert "x̄_init is zero" in message("6.3", vjp(init=lambda a, b_bar, g: 0 * b_bar[..., 0, :]))
+    assert "triple" in message("6.3", lambda a, h, x, g: vjp()(a, h, x, g)[:2])
+    def moved(item, move):                      # one returned item moved along time
+        def fn(a, h, x, g):
+            out = list(vjp()(a, h, x, g))
+            out[item] = move(out[item])
+            return tuple(out)
+        return fn
+    reversed_b = message("6.3", moved(1, lambda v: v[..., ::-1, :]))
+    assert "reverse time order" in reversed_b and "forwards" not in reversed_b
+    late_a = message("6.3", moved(0, lambda v: np.concatenate([v[..., :1, :], v[..., :-1, :]],
+                                                              axis=-2)))
+    assert "one step late" in late_a and "x_init" in late_a and "= 0" not in late_a
+    assert "reverse time order" in message("6.3", moved(0, lambda v: v[..., ::-1, :]))
+    off = message("6.3", lambda a, h, x, g: (lambda r: (r[0], r[1] + 0.1 * np.asarray(x),
+                                                        r[2]))(vjp()(a, h, x, g)))
+    assert "b̄ (second item)" in off and "times a constant" not in off
 
 
 def test_unknown_exercise_and_non_callable(capsys):

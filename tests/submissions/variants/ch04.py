@@ -2,9 +2,11 @@
 
 SCRATCH = {
     "ex4.4-solution": ['''\
-p_try = lrnn.layers.rotrnn.init(jax.random.PRNGKey(0), 3, 8, 2)
-x_try = lrnn.layers.rotrnn.hidden_states(p_try, jnp.ones((5, 3)), scale_first_state=True)
-print(x_try.shape, float(jnp.sum(x_try[0] ** 2)))'''],
+p_try = lrnn.layers.rotrnn.init(jax.random.PRNGKey(0), 3, 8, 2, bidirectional=True)
+x_try = lrnn.layers.rotrnn.hidden_states(p_try, jnp.ones((5, 3)), scale_first_state=True,
+                                         reverse=True)
+print(x_try.shape, float(jnp.sum(x_try[-1] ** 2)))
+print(lrnn.layers.rotrnn.apply(p_try, jnp.ones((5, 3))).shape)'''],
 }
 
 SELF_CHECK = '''\
@@ -23,8 +25,10 @@ print("t to 90 %:", steps_to_fraction(lam_me, B2_me, 0.9), steps_to_fraction(lam
 p_me = lrnn.layers.rotrnn.init(jax.random.PRNGKey(2), 3, 8, 2)
 u_me = jnp.asarray(rng_me.standard_normal((2, 7, 3)), jnp.float32)
 for scale in (False, True):
-    print("rotrnn_states", "scaled" if scale else "plain", np.allclose(rotrnn_states(p_me, u_me, scale_first_state=scale),
-          lrnn.layers.rotrnn.hidden_states(p_me, u_me, scale_first_state=scale), atol=1e-4))
+    print("backward states", "scaled" if scale else "plain", np.allclose(
+        rotrnn_backward_states(p_me, u_me, scale_first_state=scale),
+        lrnn.layers.rotrnn.hidden_states(p_me, u_me, scale_first_state=scale, reverse=True),
+        atol=1e-4))
 A_me = np.asarray(lrnn.orthogonal.skew_expm(rng_me.standard_normal((4, 4))), np.float64)
 alpha_me = 1 / np.sqrt(0.81 + np.sum(B_me ** 2))
 print("Theorem 1 when mu = 0:", np.allclose(expected_sq_norm_biased(
@@ -132,11 +136,12 @@ def block_rotation_np(theta):
     for i, t in enumerate(theta):
         D[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]]
     return D'''], "answer": '''\
-def rotrnn_states(params, u, scale_first_state=False):
+def rotrnn_backward_states(params, u, scale_first_state=False):
     M, theta, nu_log, B = (np.asarray(params[k], np.float64)
                            for k in ("M", "theta", "nu_log", "B"))
     u = np.asarray(u, np.float64)
     H, n, _ = B.shape
+    L = u.shape[-2]
     A = np.empty((H, n, n))
     for h in range(H):
         P = expm(M[h] - M[h].T)
@@ -144,28 +149,29 @@ def rotrnn_states(params, u, scale_first_state=False):
     gamma = np.exp(-np.exp(nu_log))
     B_norm2 = np.sum(B ** 2, axis=(1, 2))
     xi = np.sqrt((1 - gamma ** 2) / B_norm2)
-    drive = np.einsum("hnk,...lk->...lhn", B, u)     # B_h u_t
-    x = np.zeros(u.shape[:-2] + (H, n))
-    out = []
-    for t in range(u.shape[-2]):
-        if t == 0 and scale_first_state:
-            x = drive[..., 0, :, :] / np.sqrt(B_norm2)[:, None]
+    x = np.zeros(u.shape[:-2] + (H, n))              # x_{L+1} = 0
+    out = [None] * L
+    for t in range(L - 1, -1, -1):                   # t = L, ..., 1 (0-based L-1, ..., 0)
+        Bu = np.einsum("hnk,...k->...hn", B, u[..., t, :])
+        if t == L - 1 and scale_first_state:         # the backward pass starts here
+            x = Bu / np.sqrt(B_norm2)[:, None]
         else:
-            x = gamma[:, None] * np.einsum("hij,...hj->...hi", A, x) \\
-                + xi[:, None] * drive[..., t, :, :]
-        out.append(x)
+            x = gamma[:, None] * np.einsum("hij,...hj->...hi", A, x) + xi[:, None] * Bu
+        out[t] = x
     return np.stack(out, axis=-3)'''}
 
 STATES_2 = '''\
-def rotrnn_states(params, u, scale_first_state=False):
+def rotrnn_backward_states(params, u, scale_first_state=False):
+    # reverse time, run the forward recurrence (first state = u_L's), reverse back
     M = jnp.asarray(params["M"])
     P = jnp.stack([lrnn.orthogonal.skew_expm(M[h]) for h in range(M.shape[0])])   # (H, n, n)
     phase = jnp.exp(1j * jnp.asarray(params["theta"]))              # (H, n/2)
     gamma = jnp.exp(-jnp.exp(jnp.asarray(params["nu_log"])))        # (H,)
     B = jnp.asarray(params["B"])
     xi = jnp.sqrt((1 - gamma ** 2) / jnp.sum(B ** 2, axis=(1, 2)))
-    inputs = xi[:, None] * jnp.einsum("hnk,...lk->...lhn", B, jnp.asarray(u))
-    if scale_first_state:                        # x_1 = ξ B u_1 / √(1 − γ²)
+    u_rev = jnp.flip(jnp.asarray(u), axis=-2)
+    inputs = xi[:, None] * jnp.einsum("hnk,...lk->...lhn", B, u_rev)
+    if scale_first_state:                        # ξ B u_L / √(1 − γ²), the first of u_rev
         first = inputs[..., 0, :, :] / jnp.sqrt(1 - gamma ** 2)[:, None]
         inputs = jnp.concatenate([first[..., None, :, :], inputs[..., 1:, :, :]], axis=-3)
 
@@ -181,7 +187,7 @@ def rotrnn_states(params, u, scale_first_state=False):
 
     x0 = jnp.zeros(inputs.shape[:-3] + inputs.shape[-2:])
     _, xs = jax.lax.scan(step, x0, jnp.moveaxis(inputs, -3, 0))
-    return jnp.moveaxis(xs, 0, -3)'''
+    return jnp.flip(jnp.moveaxis(xs, 0, -3), axis=-3)'''
 
 VARIANTS = {
     "ex4.1-solution": [XI_1, XI_2],

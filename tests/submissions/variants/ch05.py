@@ -23,10 +23,15 @@ print(np.asarray(lrnn.orthogonal.wy_matrix(U_try)).round(3))'''],
 SELF_CHECK = '''\
 # my own final check against the library
 rng_me = np.random.default_rng(11)
-x_me = rng_me.standard_normal(4)
-y_me = np.linalg.norm(x_me) * np.eye(4)[0]
-u_me = np.asarray(reflector(x_me, y_me), np.float64)
-print("reflector:", np.allclose(x_me - 2 * u_me * (u_me @ x_me) / (u_me @ u_me), y_me))
+A_me = rng_me.standard_normal((4, 4)).astype(np.float32)
+A_me[:, 0] = [2.0, 1e-4, -1e-4, 0.0]                 # nearly on the axis
+u_me, b_me = (np.asarray(v, np.float64) for v in reflect_to_axis(A_me.T))
+x_me = A_me.T.astype(np.float64)
+v_me = u_me / np.linalg.norm(u_me, axis=-1, keepdims=True)
+Hx_me = x_me - 2 * v_me * np.sum(v_me * x_me, -1, keepdims=True)
+R_lib = np.asarray(lrnn.orthogonal.householder_qr(jnp.asarray(A_me)).R)
+print("reflect_to_axis:", np.allclose(Hx_me[:, 1:], 0, atol=1e-5),
+      np.isclose(abs(b_me[0]), R_lib[0, 0], rtol=1e-5), np.allclose(Hx_me[:, 0], b_me))
 U_me = np.tril(rng_me.standard_normal((6, 4))).astype(np.float32)
 W_lib = np.asarray(lrnn.orthogonal.householder_product(U_me))
 h_me, g_me = rng_me.standard_normal((2, 6))
@@ -45,28 +50,49 @@ for m_me in (2, 4):
     print("ornn_step_back", m_me, np.allclose(ornn_step_back(p_me, ht_me, xt_me), h_me,
                                               atol=1e-5))'''
 
-REFLECTOR_1 = '''\
-def reflector(x, y):
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    u = y - x                                        # H(u) = H(−u): either sign works
-    if np.linalg.norm(u) > 1e-6 * np.linalg.norm(x):
-        return u
-    # y = x: a mirror that contains x, i.e. u orthogonal to x (the SVD's null space of xᵀ)
-    return np.linalg.svd(x[None, :])[2][-1]'''
+AXIS_HELPER = '''\
+def scaled(v):
+    """v divided by its largest |entry| (1 if v = 0), and that scale."""
+    m = jnp.max(jnp.abs(v))
+    m = jnp.where(m == 0, 1.0, m)
+    return v / m, m'''
+
+REFLECTOR_1 = {"helpers": [AXIS_HELPER], "answer": '''\
+def reflect_to_axis(x):
+    x = jnp.asarray(x, jnp.float32)
+    flat = x.reshape(-1, x.shape[-1])
+    us, betas = [], []
+    for v in flat:                                   # one vector at a time, each its own scale
+        w, m = scaled(v)
+        length = jnp.linalg.norm(w)
+        s = jnp.where(w[0] >= 0, 1.0, -1.0)
+        first = w[0] + s * length                    # same signs: a sum, not a difference
+        u = jnp.concatenate([first[None], w[1:]])
+        u = jnp.where(length == 0, jnp.eye(len(v))[0], u)
+        us.append(u)
+        betas.append(-s * length * m)
+    return jnp.stack(us).reshape(x.shape), jnp.stack(betas).reshape(x.shape[:-1])'''}
 
 REFLECTOR_2 = '''\
-def reflector(x, y):
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    diff = x - y
-    size = np.sqrt(diff @ diff)
-    if size > 1e-6 * np.sqrt(x @ x):
-        return diff / size
-    i, j = np.argsort(-np.abs(x))[:2]                # (x_j, −x_i) in places i, j: orthogonal to x
-    w = np.zeros_like(x)
-    w[i], w[j] = x[j], -x[i]
-    if not w.any():
-        w[0] = 1.0
-    return w'''
+def reflect_to_axis(x):
+    # keeps beta = +||x|| (Algorithm 2's positive diagonal) and rewrites x1 - ||x|| so that
+    # nothing is subtracted when x1 > 0
+    x = jnp.asarray(x, jnp.float32)
+    n = x.shape[-1]
+    big = jnp.max(jnp.abs(x), axis=-1, keepdims=True)
+    big = jnp.where(big > 0, big, 1.0)
+    y = x / big
+    tail = jnp.sum(y[..., 1:] ** 2, axis=-1)
+    norm = jnp.sqrt(y[..., 0] ** 2 + tail)
+    if n == 1:                                       # H = -1 is the only reflection in 1-D
+        return jnp.ones_like(x), -x[..., 0]
+    positive = y[..., 0] > 0
+    safe = jnp.where(positive, y[..., 0] + norm, 1.0)
+    u1 = jnp.where(positive, -tail / safe, y[..., 0] - norm)
+    u = jnp.concatenate([u1[..., None], y[..., 1:]], axis=-1)
+    nothing = jnp.sum(u * u, axis=-1, keepdims=True) == 0   # x = c e1 with c >= 0
+    u = jnp.where(nothing, jnp.zeros_like(u).at[..., -1].set(1.0), u)   # a mirror containing x
+    return u, norm * big[..., 0]'''
 
 GRADIENT_1 = '''\
 def chain_gradient(U, h, g):

@@ -9,14 +9,24 @@ def pair_counter(left, right):
 jax.make_jaxpr(lambda v: jax.lax.associative_scan(pair_counter, (v, v)))(jnp.ones(13))
 print(sum(pairs_seen), odd_even_work_depth(13))'''],
     "ex6.3-solution": ['''\
-a_try = jnp.array([0.5, -0.9])
-x_try, vjp_try = jax.vjp(lambda a, b: lrnn.linear_scan(a, b, method="sequential"), a_try,
-                         jnp.ones((4, 2)))
-print(vjp_try(jnp.ones((4, 2)))[0])
-print(jax.grad(lambda a: lrnn.linear_scan(a, jnp.ones((4, 2)), method="sequential").sum())(a_try))
-print(jax.value_and_grad(lambda b: (lrnn.linear_scan(a_try, b, method="sequential") ** 2).sum())(
-    jnp.ones((4, 2)))[0])
-print(jax.linear_transpose(lambda b: 2 * b, jnp.ones(3))(jnp.ones(3)))'''],
+a_try = jnp.full((2, 4, 2), 0.5)
+h_try = jnp.ones((2, 2))
+x_try, vjp_try = jax.vjp(lambda a, b, h: lrnn.linear_scan(a, b, initial=h), a_try,
+                         jnp.ones((2, 4, 2)), h_try)
+print([g.shape for g in vjp_try(jnp.ones((2, 4, 2)))])
+print(jax.grad(lambda h: lrnn.linear_scan(a_try, jnp.ones((2, 4, 2)), initial=h).sum())(h_try))
+print(jax.value_and_grad(lambda b: (lrnn.linear_scan(a_try, b) ** 2).sum())(jnp.ones((2, 4, 2)))[0])
+print(jax.linear_transpose(lambda b: 2 * b, jnp.ones(3))(jnp.ones(3)))
+print(lrnn.scan.sequential.scan(a_try, jnp.ones((2, 4, 2)), True)[0, :, 0])
+print(lrnn.scan.sequential.adjoint(a_try, x_try, jnp.ones((2, 4, 2)), False)[0].shape)
+print(lrnn.scan.reference.linear_scan(np.asarray(a_try), np.ones((2, 4, 2)), reverse=True)[0, 0])
+print(lrnn.scan.reference.linear_scan_vjp(np.full(2, 0.5), np.ones((4, 2)), np.ones((4, 2)))[0])
+print(lrnn.scan.associative.scan(a_try, jnp.ones((2, 4, 2)), True)[0, :, 0])
+print(lrnn.scan.chunked.scan(a_try, jnp.ones((2, 4, 2)), True)[0, :, 0])
+print(jax.jacrev(lambda h: a_try[:, 0, :] * h)(h_try[0]).shape)
+print(jax.jacfwd(lambda h: a_try[:, 0, :] * h)(h_try[0]).shape)
+print(jax.jvp(lambda h: 0.5 * h, (h_try,), (h_try,))[1])
+print(jax.linearize(lambda h: 0.5 * h, h_try)[1](h_try))'''],
 }
 
 SELF_CHECK = '''\
@@ -24,11 +34,13 @@ SELF_CHECK = '''\
 key_me = jax.random.PRNGKey(21)
 lam_me = (0.9 * jnp.exp(1j * jnp.linspace(0, 2, 3))).astype(jnp.complex64)
 b_me = jax.random.normal(key_me, (2, 9, 3)).astype(jnp.complex64)
-x_me, vjp_me = jax.vjp(lambda a, b: lrnn.linear_scan(a, b, method="sequential"), lam_me, b_me)
+h_me = (jnp.ones((2, 3)) * (0.5 + 1j)).astype(jnp.complex64)
+a_me = jnp.broadcast_to(lam_me, b_me.shape) * jnp.exp(0.1j * jnp.arange(9.0))[:, None]
+x_me, vjp_me = jax.vjp(lambda a, b, h: lrnn.linear_scan(a, b, initial=h, method="sequential"),
+                       a_me.astype(jnp.complex64), b_me, h_me)
 xbar_me = jnp.ones_like(x_me) * (1 - 0.5j)
-a_lib, b_lib = vjp_me(xbar_me)
-a_mine, b_mine = scan_vjp(np.asarray(lam_me), np.asarray(x_me), np.asarray(xbar_me))
-print("scan_vjp:", np.allclose(b_mine, b_lib, atol=1e-4), np.allclose(a_mine, a_lib, atol=1e-3))
+mine = scan_vjp(np.asarray(a_me), np.asarray(h_me), np.asarray(x_me), np.asarray(xbar_me))
+print("scan_vjp:", [np.allclose(m, l, atol=1e-4) for m, l in zip(mine, vjp_me(xbar_me))])
 calls_me = []
 def counting_op(left, right):
     calls_me.append(left[0].shape[0])
@@ -87,27 +99,47 @@ def odd_even_work_depth(L):
     return (pairs + fix_ups + inner_work, inner_depth + 1 + int(fix_ups > 0))'''}
 
 VJP_1 = '''\
-def scan_vjp(a, x, x_bar):
-    """b̄ is the scan of x̄ run backwards in time: b̄_t = x̄_t + a b̄_{t+1}."""
-    a, x, x_bar = np.asarray(a), np.asarray(x), np.asarray(x_bar)
-    b_bar = np.asarray(lrnn.linear_scan(a, x_bar, reverse=True))
-    x_prev = np.zeros_like(x)
-    x_prev[..., 1:, :] = x[..., :-1, :]
-    a_bar = (b_bar * x_prev).reshape(-1, x.shape[-1]).sum(axis=0)
-    return a_bar, b_bar'''
+def scan_vjp(a, x_init, x, x_bar):
+    # b_t feeds x_t, which feeds x_{t+1} through a_{t+1}: going back, carry b̄ and multiply it by
+    # the NEXT a (zero past the end). a_t multiplied x_{t-1} (x_init for t = 0); x̄_init = a_0 b̄_0
+    a, x_init, x, x_bar = (jnp.asarray(v) for v in (a, x_init, x, x_bar))
+    a_next = jnp.concatenate([a[..., 1:, :], jnp.zeros_like(a[..., :1, :])], axis=-2)
 
-VJP_2 = '''\
-def scan_vjp(a, x, x_bar):
-    """b̄_s = Σ_{t ≥ s} a^{t−s} x̄_t as one product with the (L, L) matrix of powers."""
-    a, x, x_bar = np.asarray(a), np.asarray(x), np.asarray(x_bar)
-    L = x.shape[-2]
-    lag = np.arange(L)[None, :] - np.arange(L)[:, None]              # t − s
-    weights = np.where(lag[..., None] >= 0, a ** np.maximum(lag, 0)[..., None], 0)  # (L, L, N)
-    b_bar = np.einsum("stn,...tn->...sn", weights, x_bar)
-    a_bar = np.zeros(x.shape[-1], np.result_type(b_bar, x))
-    for t in range(1, L):                                            # a multiplies x_{t-1}
-        a_bar += (b_bar[..., t, :] * x[..., t - 1, :]).reshape(-1, x.shape[-1]).sum(axis=0)
-    return a_bar, b_bar'''
+    def back(carry, step):
+        g_t, a_t1 = step
+        carry = g_t + a_t1 * carry
+        return carry, carry
+    time_first = lambda v: jnp.moveaxis(v, -2, 0)
+    _, rows = jax.lax.scan(back, jnp.zeros_like(x_bar[..., 0, :]),
+                           (time_first(x_bar), time_first(a_next)), reverse=True)
+    b_bar = jnp.moveaxis(rows, 0, -2)
+    x_before = jnp.concatenate([x_init[..., None, :], x[..., :-1, :]], axis=-2)
+    return b_bar * x_before, b_bar, a[..., 0, :] * b_bar[..., 0, :]'''
+
+VJP_2 = {"helpers": ['''\
+def transfer_products(a):
+    """P[..., s, t, :] = a_{s+1} ⋯ a_t for t ≥ s (1 when t = s), 0 for t < s."""
+    L = a.shape[-2]
+    P = np.zeros(a.shape[:-2] + (L, L, a.shape[-1]), dtype=a.dtype)
+    for s in range(L):
+        running = np.ones_like(a[..., 0, :])
+        for t in range(s, L):
+            if t > s:
+                running = running * a[..., t, :]
+            P[..., s, t, :] = running
+    return P'''],
+         "answer": '''\
+def scan_vjp(a, x_init, x, x_bar):
+    """b_s reaches x_t with weight a_{s+1}⋯a_t, x_init with weight a_0⋯a_t (eq. 1.1 unrolled)."""
+    a, x_init, x, x_bar = map(np.asarray, (a, x_init, x, x_bar))
+    P = transfer_products(a)
+    b_bar = np.einsum("...stn,...tn->...sn", P, x_bar)    # transpose: no conjugate
+    a_bar = np.empty_like(b_bar)
+    a_bar[..., 0, :] = b_bar[..., 0, :] * x_init
+    a_bar[..., 1:, :] = b_bar[..., 1:, :] * x[..., :-1, :]
+    from_init = P[..., 0, :, :] * a[..., :1, :]           # a_0 a_1 ⋯ a_t
+    x_init_bar = np.sum(from_init * x_bar, axis=-2)
+    return a_bar, b_bar, x_init_bar'''}
 
 PASSES_1 = '''\
 def passes_at_most(shape, seconds, copy_GBps, dtype="complex64", time_varying=False):

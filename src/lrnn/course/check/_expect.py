@@ -43,7 +43,9 @@ def call_within(seconds: float, fn, inputs: dict, *, what: str, hint: str, **kwa
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
     try:
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        # it rings again every tenth of the limit: an alarm that lands in a callback whose
+        # exceptions are ignored (a garbage collector's) would otherwise be lost
+        signal.setitimer(signal.ITIMER_REAL, seconds, seconds / 10)
         try:
             return call(fn, inputs, **kwargs)
         finally:

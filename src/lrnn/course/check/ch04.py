@@ -1,6 +1,7 @@
 """Checks for Exercises 4 · Normalisation (solutions/04_normalisation.ipynb): RotRNN §3.1
 (ξ redone for correlated inputs at a finite step, Theorem 1's expansion redone for inputs
-with a mean, first-state scaling) and how long the LRU's expected norm takes to reach its limit (RotRNN App. C.1)."""
+with a mean), the backward pass of a bidirectional layer with its first state scaled (App. B.2)
+and how long the LRU's expected norm takes to reach its limit (RotRNN App. C.1)."""
 from __future__ import annotations
 
 import math
@@ -317,51 +318,105 @@ def _(fn, rng):
                      what="t, the first step with E‖x_t‖² ≥ q E‖x_∞‖²", hints=hints)
 
 
-def _rotrnn_states_np(params, u, scale_first_state):
-    """Dense float64 loop of RotRNN eq. 6 per head (x_0 = 0)."""
+def _heads_np(params):
+    """Every head's dense γ_h A_h (Lemmas 2–3, App. B.3), B_h, ξ_h (§3.1) and 1/‖B_h‖_F, in
+    float64."""
     M, theta, nu_log, B = (np.asarray(params[k], np.float64) for k in ("M", "theta", "nu_log", "B"))
-    H, n, _ = B.shape
-    g = np.exp(-np.exp(nu_log))
-    tr = np.sum(B**2, axis=(1, 2))
-    xi = np.sqrt((1 - g**2) / tr)
-    A = np.stack([_expm(M[h] - M[h].T) @ _block_rotation(theta[h]) @ _expm(M[h] - M[h].T).T
-                  for h in range(H)])
+    decay = np.exp(-np.exp(nu_log))
+    turns = []
+    for h in range(B.shape[0]):
+        P = _expm(M[h] - M[h].T)
+        turns.append(decay[h] * P @ _block_rotation(theta[h]) @ P.T)
+    frob = np.sqrt(np.sum(B ** 2, axis=(1, 2)))
+    return np.stack(turns), B, np.sqrt(1 - decay ** 2) / frob, 1 / frob
+
+
+def _backward_np(params, u, scale_first_state, *, scaled_step="last", turn=1):
+    """The backward pass of a bidirectional RotRNN (App. B.2), a float64 loop from the end:
+    x_t = γ A x_{t+1} + c_t B u_t from x_{L+1} = 0, stored at index t − 1 (the input's order).
+    c_t = ξ, except, with ``scale_first_state``, 1/‖B‖_F at ``scaled_step`` ("last": t = L, the
+    pass's first state; "first": t = 1, the forward rule, for the hints). ``turn=-1`` applies
+    (γA)ᵀ instead (a hint)."""
+    GA, B, xi, inv_frob = _heads_np(params)
+    if turn < 0:
+        GA = np.swapaxes(GA, -1, -2)
     u = np.asarray(u, np.float64)
-    x = np.zeros(u.shape[:-2] + (H, n))
-    out = []
-    for t in range(u.shape[-2]):
-        drive = np.einsum("hnk,...k->...hn", B, u[..., t, :])
-        coef = (1 / np.sqrt(tr)) if (scale_first_state and t == 0) else xi
-        x = g[:, None] * np.einsum("hij,...hj->...hi", A, x) + coef[:, None] * drive
-        out.append(x)
-    return np.stack(out, -3)
+    L = u.shape[-2]
+    states = np.zeros(u.shape[:-2] + (L, B.shape[0], B.shape[1]))
+    special = L - 1 if scaled_step == "last" else 0
+    later = np.zeros(u.shape[:-2] + B.shape[:2])                    # x_{L+1} = 0
+    for i in reversed(range(L)):
+        c = inv_frob if (scale_first_state and i == special) else xi
+        later = np.einsum("hij,...hj->...hi", GA, later) \
+            + c[:, None] * np.einsum("hnk,...k->...hn", B, u[..., i, :])
+        states[..., i, :, :] = later
+    return states
 
 
-@exercise("4.4", points=3, title="RotRNN states with ξ and first-state scaling",
-          reference="RotRNN eq. 6 and §3.1 (ξ, 'scaling the first state'), Lemmas 2–3; "
-                    "chapter 4, §4",
-          stronger_hint="per head h: A_h = P_h D(θ_h) P_hᵀ with P_h = expm(M_h − M_hᵀ), γ_h = "
-                        "exp(−exp(ν_h)) and ξ_h = √((1 − γ_h²)/‖B_h‖_F²). Then x_t = γ_h A_h "
-                        "x_(t−1) + ξ_h B_h u_t from x_0 = 0. With scale_first_state the first "
-                        "input B_h u_1 is divided by ‖B_h‖_F instead of multiplied by ξ_h.")
+def _forward_np(params, u, scale_first_state):
+    """The forward states of eq. 6 (first state x_1), as the backward pass of the time-reversed
+    input read back in time order (for the hints)."""
+    flipped = np.flip(np.asarray(u, np.float64), axis=-2)
+    return np.flip(_backward_np(params, flipped, scale_first_state), axis=-3)
+
+
+@exercise("4.4", points=3, title="the backward pass of a bidirectional RotRNN",
+          reference="RotRNN App. B.2 (bidirectional layers reuse P, D(θ) and B), eq. 6 and "
+                    "§3.1 (ξ, 'scaling the first state'), Theorem 1, Lemmas 2–3; chapter 4, §4.4",
+          stronger_hint="the heads of eq. 6 unchanged (A_h = P_h D(θ_h) P_hᵀ, γ_h, ξ_h), run "
+                        "from the other end: x_t = γ_h A_h x_(t+1) + ξ_h B_h u_t from x_(L+1) = 0, "
+                        "for t = L, L − 1, …, 1. The pass starts at t = L, so its first state is "
+                        "x_L: with scale_first_state, the input u_L (not u_1) gets 1/‖B_h‖_F "
+                        "instead of ξ_h. Entry t of the result holds x_t, which has seen u_t … "
+                        "u_L: if you scanned a reversed copy, flip the states back.")
 def _(fn, rng):
     for lead, L, K, H, n in [((), 1, 1, 1, 2), ((2,), 6, 3, 3, 4)]:
         params = {"M": randn(rng, H, n, n) / np.float32(np.sqrt(n)),
                   "theta": rng.uniform(0, 2 * np.pi, (H, n // 2)).astype(np.float32),
-                  "nu_log": np.log(-np.log(rng.uniform(0.6, 0.99, H))).astype(np.float32),
+                  "nu_log": np.log(-np.log(rng.uniform(0.6, 0.95, H))).astype(np.float32),
                   "B": randn(rng, H, n, K)}
         u = randn(rng, *lead, L, K)
         for scale in (False, True):
             inputs = {"params": params, "u": u}
             got = call(fn, inputs, scale_first_state=scale)
-            want = _rotrnn_states_np(params, u, scale)
+            want = _backward_np(params, u, scale)
+            zero = np.zeros_like(want[..., :1, :, :])
+            hints = [
+                alternative(np.flip(want, axis=-3),
+                            "your states are those of the right answer in reverse time order: "
+                            "entry t holds x_(L+1−t) (entry 1 holds x_L, which has seen only "
+                            "u_L), while entry t must hold x_t, which has seen u_t … u_L."),
+                alternative(lambda: _forward_np(params, u, scale),
+                            "these are the forward states, x_t from x_(t−1): the backward "
+                            "pass runs x_t = γ A x_(t+1) + ξ B u_t from x_(L+1) = 0."),
+                alternative(lambda: np.flip(_forward_np(params, u, scale), axis=-3),
+                            "these are the forward states in reverse order: the backward pass "
+                            "feeds u_t into x_t and carries x_(t+1) into it, from the end."),
+                alternative(lambda: _backward_np(params, u, scale, turn=-1),
+                            "your backward pass turns the other way, with (γA)ᵀ: App. B.2 reuses "
+                            "P, D(θ) and B, so the backward pass applies the same γA to the state "
+                            "of the later step."),
+                alternative(np.concatenate([want[..., 1:, :, :], zero], axis=-3),
+                            "off by one step: entry t holds x_(t+1), the state before u_t came "
+                            "in; x_t already includes u_t."),
+                alternative(np.concatenate([zero, want[..., :-1, :, :]], axis=-3),
+                            "off by one step: entry t holds x_(t−1); x_t includes u_t … u_L "
+                            "and nothing before t."),
+            ]
+            if scale:
+                hints.insert(0, alternative(
+                    lambda: _backward_np(params, u, True, scaled_step="first"),
+                    "with scale_first_state=True your x_L is √(1 − γ²) times the expected "
+                    "one (E‖x_L‖² = 1 − γ² under white noise, not 1), that share of u_L is "
+                    "carried into every earlier state, and your x_1 weighs its own input "
+                    "u_1 1/√(1 − γ²) times too much."))
+            hints.append(alternative(lambda: _backward_np(params, u, not scale),
+                                     "scale_first_state is ignored or inverted: with it, the "
+                                     "first state of the backward pass is B u_L / ‖B‖_F; "
+                                     "without it, ξ B u_L."))
             shown = dict(inputs, scale_first_state=scale)
             expect_close(got, want, inputs=shown, rtol=1e-3, atol=1e-4, time_axis=-3,
-                         what="the states x_t, shape (..., L, H, n)", hints=[
-                alternative(_rotrnn_states_np(params, u, not scale),
-                            "scale_first_state is ignored or inverted: with it, x_1 = B u_1 / "
-                            "‖B‖_F (ξ / √(1−γ²)); without it, x_1 = ξ B u_1."),
-            ])
+                         what="the backward states x_t, shape (..., L, H, n)", hints=hints)
 
 
 # ---------------------------------------------------------------------------------------------

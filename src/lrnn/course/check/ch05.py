@@ -1,7 +1,8 @@
-"""Checks for Exercises 5 · Householder reflections (solutions/05_householder.ipynb): the
-reflection of Algorithm 2's step, the gradient of a chain of reflections (oRNN eqs. 6–9),
-merging compact WY blocks in LAPACK's form I − U T Uᵀ (after Prop. 1) and an oRNN step run
-backwards, h_t → h_{t−1}, with W⁻¹ applied one reflection at a time."""
+"""Checks for Exercises 5 · Householder reflections (solutions/05_householder.ipynb): a
+reflection onto the axis for Algorithm 2's step that stays accurate in float32, the gradient of
+a chain of reflections (oRNN eqs. 6–9), merging compact WY blocks in LAPACK's form I − U T Uᵀ
+(after Prop. 1) and an oRNN step run backwards, h_t → h_{t−1}, with W⁻¹ applied one reflection
+at a time."""
 from __future__ import annotations
 
 import math
@@ -37,48 +38,173 @@ def _eq9(rng, n, m):
     return U.astype(np.float32)
 
 
-@exercise("5.1", points=2, title="the reflection that maps x to y (Algorithm 2's step)",
+#: The accuracy that Exercise 5.1 asks for, relative to ‖x‖: about 30 float32 roundings; the
+#: sign that cancels misses it by a factor of 30 or more on the nearly parallel inputs below.
+REFLECT_TOL = 3e-6
+
+
+def reflection_errors(x, u, beta):
+    """Per vector of a batch, in float64: ``(‖H(u)x − βe₁‖, ||β| − ‖x‖|, ‖x‖)`` for
+    ``H(u) = I − 2uuᵀ/‖u‖²`` (oRNN eq. 6); NaN where u is zero or not finite."""
+    x = np.asarray(x, np.float64).reshape(-1, np.shape(x)[-1])
+    u = np.asarray(u, np.float64).reshape(x.shape)
+    beta = np.asarray(beta, np.float64).reshape(-1)
+    size = np.linalg.norm(u, axis=1, keepdims=True)              # float64: no overflow here
+    with np.errstate(all="ignore"):
+        v = u / size
+        mirrored = x - 2 * v * np.sum(v * x, axis=1, keepdims=True)
+    mirrored[:, 0] -= beta
+    norm_x = np.linalg.norm(x, axis=1)
+    miss = np.linalg.norm(mirrored, axis=1)
+    return (np.where(np.isfinite(miss) & (size[:, 0] > 0), miss, np.nan),
+            np.abs(np.abs(beta) - norm_x), norm_x)
+
+
+def _axis_cases(rng):
+    """(label, x) in float32: generic vectors, vectors within ~1e-4 of the directions ±e₁,
+    vectors on the axis, x₁ = 0, x = 0, n = 1, entries near 1e25 and 1e-25, then a batch
+    that mixes them."""
+    def tilt(n, t, sign=1.0, scale=1.0):
+        r = rng.standard_normal(n)
+        r[0] = 0
+        x = scale * (sign * np.eye(n)[0] + t * r / np.linalg.norm(r))
+        return (x * rng.uniform(0.5, 2)).astype(np.float32)
+    cases = [("a generic x", randn(rng, 4) * np.float32(2)),
+             ("x nearly parallel to +e₁", tilt(4, 2e-4)),
+             ("x nearly parallel to −e₁", tilt(4, 1e-4, -1.0)),
+             ("x = c e₁ (already on the axis)", np.array([2.5, 0, 0, 0], np.float32)),
+             ("x = c e₁ with c < 0", np.array([-1.5, 0, 0, 0], np.float32)),
+             ("x₁ = 0", np.array([0, 3, -1, 2], np.float32)),
+             ("x = 0", np.zeros(4, np.float32)),
+             ("n = 1", np.array([-0.7], np.float32)),
+             ("n = 1", np.array([1.3], np.float32)),
+             ("entries near 1e25 (x² overflows float32)", randn(rng, 4) * np.float32(1e25)),
+             ("entries near 1e-25 (x² underflows float32)", randn(rng, 4) * np.float32(1e-25)),
+             ("x near 1e25, nearly parallel to +e₁", tilt(4, 3e-4, 1.0, 1e25)),
+             ("x near 1e-25, nearly parallel to −e₁", tilt(4, 3e-4, -1.0, 1e-25))]
+    rows = [randn(rng, 5), tilt(5, 1e-4), tilt(5, 2e-4, -1.0), np.eye(5, dtype=np.float32)[0],
+            np.zeros(5, np.float32), tilt(5, 3e-4, 1.0, 1e25), tilt(5, 1e-4, -1.0, 1e-25),
+            randn(rng, 5) * np.float32(1e-25), randn(rng, 5) * np.float32(1e25)]
+    rows += [randn(rng, 5) for _ in range(12 - len(rows))]
+    batch = np.stack([rows[i] for i in rng.permutation(len(rows))]).reshape(2, 2, 3, 5)
+    return cases + [("a batch of shape (2, 2, 3, 5) mixing all of the above", batch)]
+
+
+def _row_text(x):
+    return "[" + ", ".join(f"{v:.6g}" for v in np.asarray(x, np.float64)) + "]"
+
+
+@exercise("5.1", points=2, title="a reflection onto the axis that survives float32",
           reference="oRNN §4, eq. 6 (H(u) = I − 2uuᵀ/‖u‖²) and Algorithm 2, whose step "
-                    "reflects a column onto ‖x‖e₁",
-          stronger_hint="a reflection H(u) swaps x and y (of equal norms) exactly when its mirror "
-                        "is orthogonal to x − y, i.e. u = x − y. When x and y are (numerically) "
-                        "the same vector, any u orthogonal to x leaves x where it is: project a "
-                        "basis vector off x.")
+                    "reflects a column x onto the axis; Golub & Van Loan, Matrix Computations, "
+                    "§5.1.2–5.1.3 (computing the Householder vector)",
+          stronger_hint="the two candidates are u = x − βe₁ with β = +‖x‖ or β = −‖x‖; they "
+                        "differ only in u₁ = x₁ − β, which cancels when β has the sign of x₁ and "
+                        "x is nearly parallel to e₁. Two routes avoid it: take the β whose sign "
+                        "is opposite to x₁ (count x₁ = 0 as positive), so that x₁ − β adds two "
+                        "numbers of the same sign; or keep β = +‖x‖ and, where x₁ > 0, rewrite "
+                        "x₁ − ‖x‖ as a quotient in which nothing is subtracted (then guard the x "
+                        "on the positive axis, where that u is zero). Compute ‖x‖ from x divided "
+                        "by its own largest |entry| (one scale per vector, kept with keepdims) "
+                        "and multiply β back; where x = 0, return u = e₁ and β = 0 with "
+                        "jnp.where.")
 def _(fn, rng):
-    cases = []
-    for n in (3, 2, 6):
-        x = randn(rng, n) * np.float32(rng.uniform(0.5, 3))
-        Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
-        cases.append((x, (Q @ x.astype(np.float64)).astype(np.float32)))
-    x = randn(rng, 1)
-    cases.append((x, -x))                    # in one dimension the only reflection is −1
-    x = randn(rng, 4)
-    cases += [(x, (np.linalg.norm(x.astype(np.float64)) * np.eye(4)[0]).astype(np.float32)),
-              (x, -x), (x, x.copy())]
-    for x, y in cases:
-        inputs = {"x": x, "y": y}
-        u = as_array(call(fn, inputs), inputs=inputs, what="u")
+    from ._types import CheckFailure
+    for k, (label, x) in enumerate(_axis_cases(rng)):
+        inputs = {"x": x}
+        out = call(fn, inputs)
+        if k == 0 and largest_intermediate(fn, x) is None:
+            raise CheckFailure("your function cannot be traced by JAX (jax.make_jaxpr fails on "
+                               "it), so it cannot run inside jax.jit.", inputs=inputs,
+                               hint="tracing fails on NumPy conversions (np.asarray, float(…) "
+                                    "of a traced value) and on a Python `if` on values.")
+        expect(isinstance(out, (tuple, list)) and len(out) == 2,
+               "expected a pair (u, beta).", inputs=inputs, received=out)
+        u = as_array(out[0], inputs=inputs, what="u")
+        beta = as_array(out[1], inputs=inputs, what="beta")
         expect(u.shape == x.shape, f"u has shape {u.shape}, expected {x.shape}.", inputs=inputs,
-               hint="return the reflection vector u, not the matrix H(u).")
-        u64 = u.astype(np.float64)
-        norm2 = float(u64 @ u64)
-        x64 = x.astype(np.float64)
-        scale = np.linalg.norm(x64)
-        same = np.allclose(x64, y.astype(np.float64))
-        expect(np.all(np.isfinite(u64)) and norm2 > (1e-3 * scale) ** 2,
-               "u is zero (or not finite): H(u) = I − 2uuᵀ/‖u‖² is undefined.", inputs=inputs,
-               received=u, hint="when y = x, u = x − y vanishes: then any nonzero u "
-                                "orthogonal to x gives H(u) x = x (e.g. a coordinate vector "
-                                "minus its projection on x)." if same else
-                                "here y = −x: the mirror between x and y is orthogonal to "
-                                "x − y = 2x, so u = x (u = x + y reflects onto −y).")
-        Hx = x64 - 2 * (u64 @ x64) / norm2 * u64
-        expect_close(Hx, y.astype(np.float64), inputs=inputs, rtol=1e-4, atol=1e-4 * scale,
-                     what="H(u) x", hints=[
-                         alternative(-y.astype(np.float64), "your reflection sends x to −y: "
-                                     "u = x + y reflects onto −y; the mirror between x and y "
-                                     "is orthogonal to x − y."),
-                     ])
+               hint="u is one vector per vector of x: the shape of x.")
+        expect(beta.shape == x.shape[:-1], f"beta has shape {beta.shape}, expected "
+               f"{x.shape[:-1]}: one number per vector.", inputs=inputs,
+               hint="drop the last axis (no keepdims) when you compute β." if
+               beta.shape == x.shape[:-1] + (1,) else None)
+        miss, beta_miss, norm_x = reflection_errors(x, u, beta)
+        flat_x = x.reshape(-1, x.shape[-1])
+        batch = x.ndim > 1
+
+        def where(i):
+            index = tuple(int(k) for k in np.unravel_index(i, x.shape[:-1]))
+            return (f"vector x{list(index)} of the batch, "
+                    if batch else "") + f"x = {_row_text(flat_x[i])} ({label})"
+
+        bad_u = np.flatnonzero(np.isnan(miss))
+        if bad_u.size:
+            i = bad_u[0]
+            tiny_or_huge = 0 < np.max(np.abs(flat_x[i])) and not 1e-20 < np.max(
+                np.abs(flat_x[i])) < 1e20
+            raise CheckFailure(
+                "u is zero or not finite: H(u) = I − 2uuᵀ/‖u‖² is not defined.", inputs=inputs,
+                received=u.reshape(flat_x.shape)[i], detail=f"at {where(i)}",
+                hint="x = 0: every u maps it to 0 = βe₁ with β = 0, so return a finite "
+                     "nonzero u (a division by ‖x‖ = 0?)." if norm_x[i] == 0 else
+                     "x already lies on the axis: for one of the two signs of β, x − βe₁ "
+                     "is the zero vector." if not np.any(flat_x[i, 1:]) else
+                     _RANGE_HINT if tiny_or_huge else None)
+        scale = np.where(norm_x > 0, norm_x, 1.0)
+        rel_beta, rel_miss = beta_miss / scale, miss / scale
+        for rel, on_beta in ((rel_beta, True), (rel_miss, False)):
+            i = int(np.nanargmax(np.where(np.isfinite(rel), rel, np.inf)))
+            if rel[i] <= REFLECT_TOL:
+                continue
+            row, b = flat_x[i], float(np.asarray(beta, np.float64).reshape(-1)[i])
+            xi, ui = row.astype(np.float64), u.reshape(flat_x.shape)[i].astype(np.float64)
+            mirrored = xi - 2 * ui * (ui @ xi) / (ui @ ui)            # u is finite and nonzero
+            if on_beta and np.isfinite(b) and b != 0 and math.isclose(
+                    b, 2 / (ui @ ui), rel_tol=1e-3):
+                hint = ("your β equals 2/uᵀu for the u you return: that is the β of Golub & Van "
+                        "Loan's `house` (H = I − βuuᵀ). Here β is the value H(u)x takes on the "
+                        "axis.")
+            elif batch and _alone_passes(fn, row):
+                hint = ("this vector passes on its own but not inside the batch, among vectors "
+                        "of other scales and signs.")
+            else:
+                hint = _accuracy_hint(xi, mirrored, b)
+            what = "|β| is not ‖x‖" if on_beta else "H(u) x is not β e₁"
+            raise CheckFailure(
+                f"{what} to float32 accuracy: the error relative to ‖x‖ is {rel[i]:.1e} "
+                f"(allowed {REFLECT_TOL:.0e}).", inputs=inputs,
+                expected=None if on_beta else b * np.eye(len(xi))[0],
+                received=b if on_beta else mirrored, detail=f"at {where(i)}", hint=hint)
+
+
+_RANGE_HINT = ("squares of entries near 1e25 overflow float32 (largest number 3.4e38) and "
+               "squares near 1e-25 underflow to 0.")
+
+
+def _accuracy_hint(x, mirrored, beta):
+    """The symptom behind an inaccurate (u, β) on the float64 vector ``x``, if one applies."""
+    norm = float(np.linalg.norm(x))
+    big = float(np.max(np.abs(x)))
+    if np.allclose(mirrored, -x, rtol=0, atol=1e-3 * norm) and x[0] == 0:
+        return "your reflection sends x to −x, as H(x) does: with x₁ = 0, is the sign you use 0?"
+    if not np.isfinite(beta) or (norm > 0 and beta == 0) or not 1e-20 < big < 1e20:
+        return _RANGE_HINT
+    if beta * x[0] > 0 and np.linalg.norm(x[1:]) < 1e-2 * norm:
+        return ("the error appears as x turns towards ±e₁ with β of the sign of x₁: u₁ = x₁ − β "
+                "subtracts two nearly equal float32 numbers (cancellation when x is nearly "
+                "parallel to e₁) and keeps only their rounding error.")
+    return None
+
+
+def _alone_passes(fn, row):
+    """Whether the student's function meets the specification on ``row`` alone."""
+    try:
+        u, beta = fn(row)
+        miss, beta_miss, norm_x = reflection_errors(row, u, beta)
+    except Exception:  # noqa: BLE001 - only a hint depends on it
+        return False
+    scale = max(float(norm_x[0]), 1e-300)
+    return bool(miss[0] / scale <= REFLECT_TOL and beta_miss[0] / scale <= REFLECT_TOL)
 
 
 def _bilinear(U, h, g, norms=None):

@@ -4,12 +4,13 @@ scan, the most passes over memory that a measured scan can have made, and the fe
 that fill an H100."""
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 from ._core import (alternative, call, crandn, exercise, expect, expect_close, expect_prediction,
-                    randn, reference_scan, when)
+                    randn, reference_scan, unit_disk, when)
 
 
 def reference_bytes(shape, dtype="complex64", time_varying=False, passes=1, backward=False):
@@ -31,11 +32,11 @@ def reference_bytes(shape, dtype="complex64", time_varying=False, passes=1, back
 @exercise("6.1", points=2, title="the bytes of the backward scan",
           reference="chapter 6, §6.3 (the floor: bytes / copy bandwidth) and §6.7 (the backward "
                     "pass); chapter 1, eq. (1.1)",
-          stronger_hint="write the backward recurrence first: b̄_t = x̄_t + a_(t+1) b̄_(t+1), and "
-                        "ā_t = b̄_t x_(t−1). What a pass needs is what that recurrence reads: x̄, "
-                        "and a when it varies in time. x is needed only for ā, so it is read once, "
-                        "in the last pass, which also writes b̄ and, for a time-varying a, one ā "
-                        "per step (an array as large as b).")
+          stronger_hint="list what one step of the backward recurrence reads: the cotangent x̄ "
+                        "and, when it varies in time, a; every pass reads those. The forward "
+                        "states x enter only the gradient of a, so they are read once, in the last "
+                        "pass, which also writes b̄ and, for a time-varying a, one ā per step (an "
+                        "array as large as b).")
 def _(fn, rng):
     cases = [((16, 16384, 256), "complex64", False, 1, False),      # (shape, dtype, a(t), passes,
              ((4, 10, 2), "float16", False, 1, True),               #  backward)
@@ -138,69 +139,204 @@ def _(fn, rng):
         ])
 
 
-def reference_vjp(a, x, x_bar):
-    """(ā, b̄) of x = linear_scan(a, b) with a time-invariant a (N,): b̄_t = x̄_t + a b̄_{t+1},
-    ā = Σ over batch and t of b̄_t x_{t-1}; float64/complex128 loops, JAX's convention (the
-    transpose of the linear map, no complex conjugate)."""
-    a = np.asarray(a).astype(np.result_type(a, np.float64))
-    x = np.asarray(x).astype(np.result_type(x, a))
-    g = np.asarray(x_bar).astype(np.result_type(x_bar, a))
-    b_bar = np.zeros(np.broadcast_shapes(x.shape, g.shape), np.result_type(a, x, g))
-    carry = np.zeros(b_bar.shape[:-2] + b_bar.shape[-1:], b_bar.dtype)
-    for t in range(b_bar.shape[-2] - 1, -1, -1):
-        carry = g[..., t, :] + a * carry
-        b_bar[..., t, :] = carry
-    x_prev = np.concatenate([np.zeros_like(x[..., :1, :]), x[..., :-1, :]], axis=-2)
-    a_bar = np.sum((b_bar * x_prev).reshape(-1, x.shape[-1]), axis=0)
-    return a_bar, b_bar
+#: (sequences, steps, channels) that every input of Exercise 6.3's check is padded to, so that
+#: JAX compiles the reference once: zeros after the last step (a = b = x̄ = 0) and in the extra
+#: sequences and channels change none of the values that are kept.
+VJP_PAD = (8, 12, 8)
 
 
-@exercise("6.3", points=4, title="the backward scan: ā and b̄ of a linear scan",
-          reference="chapter 6, the backward pass of the associative scan (the adjoint of a "
-                    "linear recurrence is the same recurrence run backwards); chapter 1, "
-                    "eq. (1.1)",
-          stronger_hint="the adjoint of x_t = a x_(t−1) + b_t runs the same recurrence backwards: "
-                        "b̄ at the last step is x̄ there, and each earlier b̄_t is x̄_t plus a "
-                        "times the next b̄. Each step's a multiplied the previous state, so ā adds "
-                        "up b̄_t · x_(t−1) (with x before the first step = 0) over batch and time, "
-                        "per channel.")
-def _(fn, rng):
-    for lead, L, N, complex_ in [((), 1, 1, False), ((), 6, 2, False), ((), 7, 3, True),
-                                 ((2,), 9, 2, True), ((2, 3), 5, 4, False)]:
-        if complex_:
-            a = (rng.uniform(0.5, 0.95, N) * np.exp(1j * rng.uniform(0, np.pi, N)))
-            a = a.astype(np.complex64)
-            b, x_bar = crandn(rng, *lead, L, N), crandn(rng, *lead, L, N)
+@functools.lru_cache(maxsize=1)
+def _compiled_vjp():
+    """The states and JAX's VJP of the recurrence written as a loop over the steps."""
+    import jax
+    import jax.numpy as jnp
+
+    def loop(a, b, h):
+        def step(state, a_and_b):
+            state = a_and_b[0] * state + a_and_b[1]
+            return state, state
+        return jnp.swapaxes(jax.lax.scan(step, h, (jnp.swapaxes(a, 0, 1),
+                                                   jnp.swapaxes(b, 0, 1)))[1], 0, 1)
+
+    def states_and_cotangents(a, b, h, g):
+        x, pullback = jax.vjp(loop, a, b, h)
+        return x, pullback(g)
+    return jax.jit(states_and_cotangents)
+
+
+def reference_vjp(a, x_init, b, x_bar):
+    """``(x, (ā, b̄, x̄_init))`` for ``x_t = a_t x_{t-1} + b_t`` from ``x_{-1} = x_init`` (``a``,
+    ``b``, ``x_bar``: ``(..., L, N)``; ``x_init``: ``(..., N)``): JAX's own autodiff
+    (``jax.vjp``) of the recurrence as a ``lax.scan`` loop, in complex128 (the real part
+    when every input is real), padded to :data:`VJP_PAD`. JAX's convention for complex numbers:
+    the transpose of the linear map, no conjugate."""
+    import jax
+    *lead, L, N = np.shape(b)
+    G = math.prod(lead)
+    assert G <= VJP_PAD[0] and L <= VJP_PAD[1] and N <= VJP_PAD[2], np.shape(b)
+    padded = []
+    for v in (a, b, x_init, x_bar):
+        per_step = np.ndim(v) == len(lead) + 2
+        block = np.zeros(VJP_PAD if per_step else VJP_PAD[::2], np.complex128)
+        if per_step:
+            block[:G, :L, :N] = np.reshape(v, (G, L, N))
         else:
-            a = rng.uniform(-0.95, 0.95, N).astype(np.float32)
-            b, x_bar = randn(rng, *lead, L, N), randn(rng, *lead, L, N)
-        x = reference_scan(np.broadcast_to(a, b.shape), b).astype(b.dtype)
-        inputs = {"a": a, "x": x, "x_bar": x_bar}
+            block[:G, :N] = np.reshape(v, (G, N))
+        padded.append(block)
+    with jax.enable_x64(True):
+        x, (da, db, dh) = jax.device_get(_compiled_vjp()(*padded))
+    complex_ = any(np.iscomplexobj(v) for v in (a, b, x_init, x_bar))
+    keep = (lambda v: v) if complex_ else (lambda v: v.real)
+    unpad = lambda v: keep(v[:G, :L, :N]).reshape(np.shape(b))           # noqa: E731
+    return unpad(x), (unpad(da), unpad(db), keep(dh[:G, :N]).reshape(np.shape(x_init)))
+
+
+def _accumulate_backwards(coef, g):
+    """``y_t = g_t + coef_t y_{t+1}`` from ``y_L = 0`` (``coef``, ``g``: ``(..., L, N)``), float64:
+    the shape of the mistakes the hints of Exercise 6.3 name."""
+    coef, g = np.asarray(coef, np.complex128), np.asarray(g, np.complex128)
+    rows, y = [], 0
+    for coef_t, g_t in zip(np.moveaxis(coef, -2, 0)[::-1], np.moveaxis(g, -2, 0)[::-1]):
+        y = g_t + coef_t * y
+        rows.append(y)
+    return np.stack(rows[::-1], axis=-2)
+
+
+def _per_step_hints(*, reversed_, late, early, only_edge, partial, backward=False):
+    """A hint on a per-step cotangent of Exercise 6.3 (time axis −2) moved in time: reversed,
+    one step late or early, wrong only at the step where it starts (the last for
+    ``backward``), or right from there up to one step (``partial``, formatted with ``step``,
+    ``before``, ``after``). ``expect_close``'s generic time hints speak of a forward scan
+    from x_(−1) = 0, which is not this one."""
+    def hint(received, expected, close):
+        r, e = np.moveaxis(received, -2, 0), np.moveaxis(expected, -2, 0)
+        if len(e) < 2:
+            return None
+        if close(r, e[::-1]):
+            return reversed_
+        if len(e) >= 3 and close(r[1:], e[:-1]):
+            return late
+        if len(e) >= 3 and close(r[:-1], e[1:]):
+            return early
+        wrong = np.array([not close(r[t], e[t]) for t in range(len(e))])
+        order = wrong[::-1] if backward else wrong      # from the step where it starts
+        if order[0] and not order[1:].any():
+            return only_edge
+        if not order[0] and order.any():
+            k = int(np.argmax(order))
+            step = len(e) - 1 - k if backward else k
+            return partial.format(step=step, before=step - 1, after=step + 1)
+        return None
+    return hint
+
+
+_VJP_STRONGER = ("b_t enters x_t directly and every later state through x_t, which reaches "
+                 "x_(t+1) multiplied by a_(t+1): so b̄ at the last step is x̄ there, and each "
+                 "earlier b̄_t is x̄_t plus the next step's a times the next b̄. a_t acts at "
+                 "step t only, on the state before it (x_init at t = 0): one ā_t per step and "
+                 "sequence, nothing summed. x_init is that state before step 0: it reaches the "
+                 "others only through a_0.")
+
+
+@exercise("6.3", points=4, title="the backward scan of an input-dependent recurrence",
+          reference="chapter 1, eq. (1.1) with a time-varying a_t; LRU eqs. (3)–(4), unrolled "
+                    "from x_(−1) = x_init instead of 0; chapter 6, §6.7 (the backward pass)",
+          stronger_hint=_VJP_STRONGER)
+def _(fn, rng):
+    """Long because each of the three cotangents has its own hints, computed from the same
+    inputs and reference: apart, they would pass all of them around."""
+    for lead, L, N, complex_ in [((), 6, 2, False), ((), 7, 3, True), ((2,), 9, 2, True),
+                                 ((2, 3), 5, 4, False), ((3,), 4, 2, True), ((), 1, 3, True),
+                                 ((), 1, 1, False)]:
+        shape = (*lead, L, N)
+        if complex_:
+            a = unit_disk(rng, *shape, r_min=0.5, r_max=0.95)
+            b, x_init, x_bar = crandn(rng, *shape), crandn(rng, *lead, N), crandn(rng, *shape)
+        else:
+            a = rng.uniform(-0.95, 0.95, shape).astype(np.float32)
+            b, x_init, x_bar = randn(rng, *shape), randn(rng, *lead, N), randn(rng, *shape)
+        x_wide, (a_bar, b_bar, h_bar) = reference_vjp(a, x_init, b, x_bar)
+        x = x_wide.astype(b.dtype)
+        inputs = {"a": a, "x_init": x_init, "x": x, "x_bar": x_bar}
         got = call(fn, inputs)
-        expect(isinstance(got, (tuple, list)) and len(got) == 2,
-               "the result must be the pair (a_bar, b_bar).", inputs=inputs,
-               hint="`return a_bar, b_bar`.")
-        a_bar, b_bar = reference_vjp(a, x, x_bar)
-        forward = reference_scan(np.broadcast_to(a, b.shape), x_bar)
-        expect_close(got[1], b_bar, inputs=inputs, rtol=1e-4, atol=1e-5, time_axis=-2,
-                     what="b̄ (second item)", hints=[
-            alternative(forward, "you scanned forwards: x_t depends on b_s for s ≤ t, so b̄_t "
-                        "collects x̄_s for s ≥ t: run the recurrence from the end."),
-            alternative(lambda: reference_vjp(np.conj(a), x, x_bar)[1],
-                        "no conjugate: JAX's vector-Jacobian product of a complex function is "
-                        "the transpose of its linear map, b̄_t = x̄_t + a b̄_{t+1}."),
-        ])
-        x_now = x.astype(np.result_type(x, np.float64))
-        wrong_x = np.sum((b_bar * x_now).reshape(-1, N), axis=0)
-        per_batch = (b_bar * np.concatenate([np.zeros_like(x_now[..., :1, :]),
-                                             x_now[..., :-1, :]], axis=-2))
-        hints = [alternative(wrong_x, "ā pairs b̄_t with the previous state x_{t−1} (the one "
-                                      "that a multiplies at step t), not with x_t.")]
-        if lead:
-            hints.append(when(lambda r, e: np.shape(r) == per_batch.shape[:-2] + (N,),
-                              "ā has the shape of a, (N,): sum over the batch axes too."))
-        expect_close(got[0], a_bar, inputs=inputs, rtol=1e-4, atol=1e-5, what="ā (first item)",
-                     hints=hints)
+        expect(isinstance(got, (tuple, list)) and len(got) == 3,
+               "the result must be the triple (a_bar, b_bar, x_init_bar).", inputs=inputs,
+               hint="`return a_bar, b_bar, x_init_bar`: x_init is an input of the scan too.")
+        a_next = np.concatenate([a[..., 1:, :], np.zeros_like(a[..., :1, :])], axis=-2)
+        b_hints = [
+            alternative(lambda: reference_scan(a, x_bar), "b̄ is x̄ scanned forwards (b̄_0 is "
+                        "x̄_0 alone, the sums grow towards the end), yet x_t depends on b_s for "
+                        "s ≤ t, so b̄_t collects the x̄_s of s ≥ t."),
+            alternative(lambda: _accumulate_backwards(a, x_bar), "your b̄_t carries b̄_(t+1) "
+                        "times a_t, the transition of step t: shifted by one step, since x_t "
+                        "reaches x_(t+1) through the transition of step t+1."),
+        ]
+        if complex_:
+            b_hints.append(alternative(lambda: _accumulate_backwards(np.conj(a_next), x_bar),
+                                       "your b̄ carries conj(a) where JAX's vector-Jacobian "
+                                       "product has no conjugate: it is the transpose of the "
+                                       "linear map, not its adjoint."))
+        b_hints.append(_per_step_hints(
+            reversed_="b̄ comes back in reverse time order: b̄_t must sit at step t of the "
+                      "input's time axis, as x̄_t does.",
+            late="b̄ comes back one step late: index t holds the value of step t−1.",
+            early="b̄ comes back one step early: index t holds the value of step t+1.",
+            only_edge="only b̄ at the last step is wrong: the step where the backward recurrence "
+                      "starts, with no later step feeding in.",
+            partial="b̄ is right from step {after} to the end and wrong at step {step}: the "
+                    "error enters where b̄ passes from one step to the one before.",
+            backward=True))
+        expect_close(got[1], b_bar, inputs=inputs, rtol=1e-4, atol=1e-5,
+                     what="b̄ (second item)", hints=b_hints)
+        summed = {(N,), (*lead, N), (L, N)} - {a.shape}
+        expect(np.shape(got[0]) not in summed,
+               f"ā (first item) has shape {np.shape(got[0])}, expected {a.shape}.",
+               inputs=inputs, hint="ā is not summed: a_t is its own input at every step of every "
+                                   "sequence, so ā has a's shape (..., L, N). The sum over time "
+                                   "and batch belongs to a time-invariant a, shared by all.")
+        x_now = x.astype(np.complex128)
+        x_zero = np.concatenate([np.zeros_like(x_now[..., :1, :]), x_now[..., :-1, :]], axis=-2)
+        x_prev = np.concatenate([np.asarray(x_init, np.complex128)[..., None, :],
+                                 x_now[..., :-1, :]], axis=-2)
+        a_hints = [
+            alternative(b_bar * x_now, "your ā_t is b̄_t times x_t, the state step t produces, "
+                                       "while a_t multiplies the state before it, not x_t."),
+            alternative(b_bar * x_zero, "ā_0 comes out as for a zero state before step 0: that "
+                                        "state is x_init here, not zero."),
+        ]
+        if complex_:
+            a_hints += [alternative(v, "your ā carries a conjugate where JAX's vector-Jacobian "
+                                       "product has no conjugate (the transpose of the linear "
+                                       "map): ā_t is a product of b̄_t and a state.")
+                        for v in (np.conj(b_bar) * x_prev, b_bar * np.conj(x_prev))]
+        a_hints.append(_per_step_hints(
+            reversed_="ā comes back in reverse time order: ā_t must sit at step t of a's "
+                      "time axis.",
+            late="ā comes back one step late: index t holds the value of step t−1, and index 0 "
+                 "lacks ā_0, the one made with x_init.",
+            early="ā comes back one step early: index t holds the value of step t+1, and ā_0, "
+                  "the one made with x_init, is missing.",
+            only_edge="only ā_0 is wrong: the one step whose previous state is x_init, not a "
+                      "state of x.",
+            partial="ā is right at steps 0 to {before} and wrong at step {step}: the state it "
+                    "pairs with b̄ there is off."))
+        expect_close(got[0], a_bar, inputs=inputs, rtol=1e-4, atol=1e-5,
+                     what="ā (first item)", hints=a_hints)
+        h_hints = [
+            alternative(b_bar[..., 0, :], "x̄_init is b̄_0 without a_0: x_init enters only "
+                                          "x_0 = a_0 x_init + b_0, through a_0."),
+            alternative(a[..., 0, :] * np.asarray(x_bar)[..., 0, :],
+                        "x̄_init is a_0 x̄_0: it counts x_0 only, yet x_init reaches every later "
+                        "state through x_0."),
+            alternative(np.zeros_like(h_bar), "x̄_init is zero: x_init enters x_0, and through "
+                                              "it every later state."),
+        ]
+        if complex_:
+            h_hints.append(alternative(np.conj(a[..., 0, :]) * b_bar[..., 0, :],
+                                       "x̄_init carries conj(a_0): JAX's vector-Jacobian product "
+                                       "has no conjugate (the transpose of the linear map)."))
+        expect_close(got[2], h_bar, inputs=inputs, rtol=1e-4, atol=1e-5,
+                     what="x̄_init (third item)", hints=h_hints)
 
 
 def reference_passes_at_most(shape, seconds, copy_GBps, dtype="complex64", time_varying=False):
