@@ -183,7 +183,10 @@ def reference_vjp(a, x_init, b, x_bar):
         else:
             block[:G, :N] = np.reshape(v, (G, N))
         padded.append(block)
-    with jax.enable_x64(True):
+    enable_x64 = getattr(jax, "enable_x64", None)
+    if enable_x64 is None:                       # JAX before 0.8 (Colab's 0.7.2)
+        from jax.experimental import enable_x64
+    with enable_x64(True):
         x, (da, db, dh) = jax.device_get(_compiled_vjp()(*padded))
     complex_ = any(np.iscomplexobj(v) for v in (a, b, x_init, x_bar))
     keep = (lambda v: v) if complex_ else (lambda v: v.real)
