@@ -149,7 +149,8 @@ def rotrnn_best_seed_beside_the_lru():
 
 def config_value(record, field):
     if field == "seq_len":
-        return record["config"]["seq_len"] or 784                    # sMNIST: 28 x 28 pixels
+        from lrnn.training import experiments
+        return experiments.sequence_length(record)
     return record["model_config"].get(field, record["config"][field])
 
 
